@@ -1,0 +1,30 @@
+// The CLI's argument parser: `--flag value`, `--flag=value`, `--switch` and positionals.
+// Unknown flags are errors naming the flag; each subcommand declares what it takes.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace lb::cli {
+
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::string> values;  // --flag value
+  std::set<std::string> switches;             // --flag
+
+  std::optional<std::string> get(const std::string& flag) const;
+  bool on(const std::string& flag) const { return switches.count(flag) > 0; }
+  // A positive integer flag, with a default; throws lb::Error naming the flag.
+  int64_t integer(const std::string& flag, int64_t fallback, int64_t min = 1) const;
+};
+
+// Throws lb::Error("<command>: unknown flag '--x'") and the like.
+Args parse_args(const std::string& command, const std::vector<std::string>& argv,
+                const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags);
+
+std::vector<std::string> split_list(const std::string& s);  // "a,b,c" -> {a, b, c}
+
+}  // namespace lb::cli

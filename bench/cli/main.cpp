@@ -1,0 +1,272 @@
+// layerbench — one binary, subcommands:
+//   list      backends built in, every kernel id and what it supports
+//   analyze   the analytic model of a network or one problem (per-layer table, totals)
+//   check     every kernel against the reference, on a suite, a network or one problem
+// Bad input (a flag, a file:line, a token) is one line on stderr and exit code 2;
+// a failed check is exit code 1.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <new>
+#include <sstream>
+
+#include "bench/cli/args.h"
+#include "bench/cli/format.h"
+#include "kernels/common.h"
+#include "kernels/data.h"
+#include "kernels/model.h"
+#include "kernels/registry.h"
+#include "kernels/verify.h"
+
+namespace lb::cli {
+namespace {
+
+constexpr double kMB = 1e6;  // tables print decimal megabytes: 1000x1000 f32 = 4.00 MB
+
+const char* kUsage = R"(usage: layerbench <command> [options]
+
+commands:
+  list                               backends built in; every kernel and the dtypes it supports
+  analyze <network | "problem line"> [--batch N] [--dtype D] [--training] [--json]
+                                     parameters, memory and MACs per layer, and totals
+  check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
+        [--batch N] [--dtype D,...] [--seed N] [--threads N]
+                                     verify kernels against the reference (default: --suite smoke)
+  help                               this text
+
+Suites are bench/suites/NAME.txt and networks bench/networks/NAME.txt (or a path);
+LAYERBENCH_DATA points at another bench/ folder.
+)";
+
+bool looks_like_problem(const std::string& s) {
+  return s.find('=') != std::string::npos;
+}
+
+int cmd_list(const std::vector<std::string>& argv) {
+  parse_args("list", argv, {}, {});
+  const Registry& reg = registry();
+  std::string backends;
+  for (const auto& b : reg.backends())
+    backends += " " + b;
+  std::cout << "backends built in:" << backends << "\n\n";
+  Table t({"kernel", "device", "acc", "dtypes", "idea"}, {true, true, true, true, true});
+  // A small problem of each op probes which dtypes a kernel supports.
+  const std::map<std::string, std::string> probe = {
+      {"dense", "dense mb=2 ic=8 oc=8"},
+      {"conv2d", "conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1"},
+      {"lstm", "lstm mb=2 t=2 ic=8 hc=8"}};
+  std::vector<std::string> reasons;
+  for (const auto& k : reg.kernels()) {
+    std::string dtypes;
+    for (DType dt : kAllDTypes) {
+      Problem p = parse_problem(probe.at(std::string(k.op_name())));
+      p.dt = dt;
+      if (std::string why = k.supports(p); why.empty()) {
+        if (!dtypes.empty()) dtypes += ' ';
+        dtypes += name(dt);
+      } else {
+        reasons.push_back(k.info.id + " " + std::string(name(dt)) + ": " + why);
+      }
+    }
+    t.add({k.info.id, std::string(name(k.info.device)), k.info.accumulation, dtypes, k.info.idea});
+  }
+  std::cout << t.str();
+  if (!reasons.empty()) {
+    std::cout << "\nnot supported:\n";
+    for (const auto& r : reasons)
+      std::cout << "  " << r << "\n";
+  }
+  return 0;
+}
+
+void print_problem_model(const Problem& p, bool as_json, bool training) {
+  const Model m = model(p);
+  if (as_json) {
+    std::cout << "{\"problem\": " << json_string(print(p)) << ", \"type\": " << json_string(layer_type(p))
+              << ", \"params\": " << m.params << ", \"param_bytes\": " << m.param_bytes
+              << ", \"src_bytes\": " << m.src_bytes << ", \"dst_bytes\": " << m.dst_bytes
+              << ", \"relu_bytes\": " << m.relu_bytes << ", \"macs\": " << m.macs
+              << ", \"flops\": " << m.flops << ", \"min_bytes\": " << m.min_bytes
+              << ", \"intensity\": " << m.intensity << ", \"inference_bytes\": " << m.inference_bytes
+              << ", \"training_bytes\": " << m.training_bytes << "}\n";
+    return;
+  }
+  Table t({"quantity", "value"}, {true, false});
+  t.add({"problem", print(p)});
+  t.add({"type", layer_type(p)});
+  t.add({"parameters", with_commas(m.params)});
+  t.add({"parameter MB", fixed(m.param_bytes / kMB, 3)});
+  t.add({"input MB", fixed(m.src_bytes / kMB, 3)});
+  t.add({"output MB", fixed(m.dst_bytes / kMB, 3)});
+  if (p.relu == Relu::separate) t.add({"separate ReLU output MB", fixed(m.relu_bytes / kMB, 3)});
+  t.add({"MACs", with_commas(m.macs)});
+  t.add({"FLOPs (2 x MACs)", with_commas(int64_t(m.flops))});
+  t.add({"minimum bytes moved", with_commas(int64_t(m.min_bytes))});
+  t.add({"arithmetic intensity (FLOP/B)", fixed(m.intensity, 2)});
+  t.add({training ? "training memory MB" : "inference memory MB",
+         fixed((training ? m.training_bytes : m.inference_bytes) / kMB, 3)});
+  std::cout << t.str();
+}
+
+void print_network(const Network& net, bool as_json, bool training) {
+  const NetworkTotals tot = totals(net);
+  if (as_json) {
+    std::ostringstream o;
+    o << "{\"network\": " << json_string(net.name) << ", \"batch\": " << net.batch
+      << ", \"dtype\": " << json_string(std::string(name(net.dt))) << ", \"input_shape\": \""
+      << shape_string(net.in_shape) << "\", \"layers\": [";
+    for (size_t i = 0; i < net.layers.size(); ++i) {
+      const Layer& l = net.layers[i];
+      o << (i ? ", " : "") << "\n  {\"name\": " << json_string(l.name)
+        << ", \"kind\": " << json_string(l.kind) << ", \"type\": " << json_string(l.type)
+        << ", \"problem\": " << (l.problem ? json_string(print(*l.problem)) : "null")
+        << ", \"output_shape\": \"" << shape_string(l.out_shape) << "\", \"params\": " << l.params
+        << ", \"param_bytes\": " << l.param_bytes << ", \"activation_bytes\": " << l.out_bytes
+        << ", \"macs\": " << l.macs << "}";
+    }
+    o << "],\n \"totals\": {\"params\": " << tot.params << ", \"param_bytes\": " << tot.param_bytes
+      << ", \"activation_bytes\": " << tot.activation_bytes << ", \"macs\": " << tot.macs
+      << ", \"flops\": " << 2.0 * double(tot.macs) << ", \"inference_bytes\": " << tot.inference_bytes
+      << ", \"training_bytes\": " << tot.training_bytes << "}}\n";
+    std::cout << o.str();
+    return;
+  }
+  std::cout << net.name << ": batch " << net.batch << ", dt=" << name(net.dt) << ", input "
+            << shape_string(net.in_shape) << " per sample\n\n";
+  Table t({"layer", "type", "output", "params", "param MB", "act MB", "MMACs"},
+          {true, true, true, false, false, false, false});
+  for (const Layer& l : net.layers)
+    t.add({l.name, l.type, shape_string(l.out_shape), with_commas(l.params), fixed(l.param_bytes / kMB, 2),
+           l.new_buffer ? fixed(l.out_bytes / kMB, 2) : "(in place)", fixed(double(l.macs) / 1e6, 2)});
+  t.rule();
+  t.add({"total", "", "", with_commas(tot.params), fixed(tot.param_bytes / kMB, 2),
+         fixed((tot.activation_bytes - net.in_bytes) / kMB, 2), fixed(double(tot.macs) / 1e6, 2)});
+  std::cout << t.str() << "\n";
+  std::cout << "MACs " << with_commas(tot.macs) << " (FLOPs = 2 x MACs = " << with_commas(2 * tot.macs)
+            << ")\n";
+  if (training)
+    std::cout << "memory (training): " << fixed(tot.training_bytes / kMB, 2) << " MB = parameters "
+              << fixed(tot.param_bytes / kMB, 2) << " + gradients " << fixed(tot.param_bytes / kMB, 2)
+              << " + activations kept for backward (input included) " << fixed(tot.activation_bytes / kMB, 2)
+              << "\n";
+  else
+    std::cout << "memory (inference): " << fixed(tot.inference_bytes / kMB, 2) << " MB = parameters "
+              << fixed(tot.param_bytes / kMB, 2) << " + the largest input+output pair "
+              << fixed((tot.inference_bytes - tot.param_bytes) / kMB, 2) << "\n";
+}
+
+int cmd_analyze(const std::vector<std::string>& argv) {
+  const Args a = parse_args("analyze", argv, {"batch", "dtype"}, {"json", "training"});
+  if (a.positional.size() != 1)
+    throw Error("analyze: expected one network name or quoted problem line, got " +
+                std::to_string(a.positional.size()));
+  const std::string& what = a.positional[0];
+  const auto dtype_flag = a.get("dtype");
+  const DType dt = dtype_flag ? parse_dtype(*dtype_flag) : DType::f32;
+  if (looks_like_problem(what)) {
+    Problem p = parse_problem(what);
+    if (a.get("batch")) p = with_batch(p, a.integer("batch", 1));
+    if (dtype_flag) p.dt = dt;
+    print_problem_model(p, a.on("json"), a.on("training"));
+    return 0;
+  }
+  const Network net = load_network(what, a.integer("batch", 1), dt);
+  print_network(net, a.on("json"), a.on("training"));
+  return 0;
+}
+
+int cmd_check(const std::vector<std::string>& argv) {
+  const Args a = parse_args(
+      "check", argv,
+      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads"}, {});
+  if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
+  const int sources =
+      int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
+  if (sources > 1) throw Error("check: give one of --suite, --network, --problem");
+
+  // Everything is parsed and validated before the first line of output.
+  std::vector<Problem> problems;
+  if (auto s = a.get("problem"))
+    problems = {parse_problem(*s)};
+  else if (auto n = a.get("network"))
+    problems = lb::problems(load_network(*n, a.integer("batch", 1), DType::f32));
+  else
+    problems = load_suite(a.get("suite").value_or("smoke"));
+  if (a.get("batch") && !a.get("network"))
+    for (Problem& p : problems)
+      p = with_batch(p, a.integer("batch", 1));
+  if (auto d = a.get("dtype")) {
+    std::vector<Problem> typed;
+    for (const std::string& item : split_list(*d)) {
+      const DType dt = parse_dtype(item);
+      for (Problem p : problems) {
+        p.dt = dt;
+        typed.push_back(p);
+      }
+    }
+    problems = typed;
+  }
+  const Registry& reg = registry();
+  std::vector<const KernelEntry*> kernels;
+  for (const auto& k : reg.kernels())
+    if ((!a.get("backend") || k.backend() == *a.get("backend")) &&
+        (!a.get("kernel") || k.info.id == *a.get("kernel")))
+      kernels.push_back(&k);
+  if (kernels.empty()) {
+    const std::vector<std::string> built = reg.backends();
+    if (auto b = a.get("backend"); b && std::find(built.begin(), built.end(), *b) == built.end()) {
+      std::string list;
+      for (const auto& name : built)
+        list += " " + name;
+      throw Error("check: unknown backend '" + *b + "' (built in:" + list + ")");
+    }
+    throw Error("check: no kernel matches --kernel " + a.get("kernel").value_or("") +
+                " (see layerbench list)");
+  }
+  const uint64_t seed = uint64_t(a.integer("seed", 1, 0));
+  const Context ctx{int(a.integer("threads", 1))};
+
+  int counts[4] = {0, 0, 0, 0};
+  for (const Problem& p : problems)
+    for (const KernelEntry* k : kernels) {
+      if (k->op_name() != name(p.op())) continue;
+      const Verdict v = check_kernel(*k, p, seed, ctx);
+      ++counts[int(v.status)];
+      std::printf("%-10s %-24s %s\n           %s\n", std::string(name(v.status)).c_str(), k->info.id.c_str(),
+                  print(p).c_str(), v.reason.c_str());
+      if (v.status == Status::failed) std::printf("           repro: %s\n", v.repro.c_str());
+      std::fflush(stdout);
+    }
+  std::printf("check: %d passed, %d failed, %d skipped, %d mistrusted\n", counts[int(Status::passed)],
+              counts[int(Status::failed)], counts[int(Status::skipped)], counts[int(Status::mistrusted)]);
+  return counts[int(Status::failed)] ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace lb::cli
+
+int main(int argc, char** argv) {
+  using namespace lb::cli;
+  if (argc < 2) {
+    std::fputs("layerbench: expected a command: list, analyze, check or help\n", stderr);
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  try {
+    if (command == "help" || command == "--help" || command == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (command == "list") return cmd_list(rest);
+    if (command == "analyze") return cmd_analyze(rest);
+    if (command == "check") return cmd_check(rest);
+    throw lb::Error("unknown command '" + command + "' (expected list, analyze, check or help)");
+  } catch (const lb::Error& e) {
+    std::fprintf(stderr, "layerbench: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "layerbench: out of memory\n");
+    return 2;
+  }
+}

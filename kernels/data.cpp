@@ -1,0 +1,358 @@
+#include "kernels/data.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "kernels/common.h"
+#include "kernels/tensor.h"
+
+#ifndef LB_DATA_DIR
+#define LB_DATA_DIR "bench"
+#endif
+
+namespace lb {
+namespace fs = std::filesystem;
+namespace {
+
+struct Line {
+  int number;
+  std::string text;  // comment stripped, trimmed, non-empty
+};
+
+std::vector<Line> content_lines(std::string_view text) {
+  std::vector<Line> out;
+  int number = 0;
+  std::istringstream in{std::string(text)};
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    const size_t a = line.find_first_not_of(" \t\r");
+    if (a == std::string::npos) continue;
+    const size_t b = line.find_last_not_of(" \t\r");
+    out.push_back({number, line.substr(a, b - a + 1)});
+  }
+  return out;
+}
+
+std::string where(std::string_view file, int line) {
+  return std::string(file) + ":" + std::to_string(line) + ": ";
+}
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    p *= d;
+  return p;
+}
+
+// key=value tokens of one network line; throws on a malformed or repeated token.
+using Keys = std::map<std::string, std::string, std::less<>>;
+
+Keys split_keys(std::istringstream& in, std::string_view kind) {
+  Keys kv;
+  for (std::string tok; in >> tok;) {
+    const size_t eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == tok.size())
+      throw Error(std::string(kind) + ": '" + tok + "': expected key=value");
+    if (!kv.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second)
+      throw Error(std::string(kind) + ": " + tok + ": " + tok.substr(0, eq) + " given twice");
+  }
+  return kv;
+}
+
+int64_t take_int(Keys& kv, std::string_view kind, const std::string& key, std::optional<int64_t> fallback,
+                 int64_t min) {
+  auto it = kv.find(key);
+  if (it == kv.end()) {
+    if (!fallback) throw Error(std::string(kind) + ": missing " + key + "=");
+    return *fallback;
+  }
+  const std::string tok = key + "=" + it->second;
+  int64_t v = 0;
+  size_t used = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != it->second.size())
+    throw Error(std::string(kind) + ": " + tok + ": expected an integer");
+  if (v < min || v > 2147483647)
+    throw Error(std::string(kind) + ": " + tok + ": must be between " + std::to_string(min) +
+                " and 2147483647");
+  kv.erase(it);
+  return v;
+}
+
+void no_more_keys(const Keys& kv, std::string_view kind, std::string_view expected) {
+  if (kv.empty()) return;
+  const auto& [k, v] = *kv.begin();
+  throw Error(std::string(kind) + ": '" + k + "=" + v + "': unknown key; expected " + std::string(expected));
+}
+
+// Builds an op layer's problem line from the keys the file gives and the sizes the
+// previous layer determines; a given size must agree.
+Problem op_problem(std::string_view kind, Keys kv,
+                   const std::vector<std::pair<std::string, int64_t>>& derived, DType dt,
+                   const std::string& layer_name) {
+  for (const char* forbidden : {"mb", "dt", "name"})
+    if (kv.count(forbidden))
+      throw Error(std::string(kind) + ": " + forbidden + "=" + kv.at(forbidden) +
+                  ": set by the network (--batch, --dtype, the layer name), not the layer");
+  std::string line(kind);
+  for (const auto& [key, value] : derived) {
+    if (auto it = kv.find(key); it != kv.end()) {
+      if (it->second != std::to_string(value))
+        throw Error(std::string(kind) + ": " + key + "=" + it->second + ": the previous layer gives " +
+                    std::to_string(value));
+      kv.erase(it);
+    }
+    line += " " + key + "=" + std::to_string(value);
+  }
+  for (const auto& [key, value] : kv)
+    line += " " + key + "=" + value;
+  line += " dt=" + std::string(name(dt)) + " name=" + layer_name;
+  return parse_problem(line);
+}
+
+}  // namespace
+
+std::string shape_string(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (int64_t d : dims) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(d);
+  }
+  return s;
+}
+
+std::string data_dir() {
+  if (const char* env = std::getenv("LAYERBENCH_DATA"); env && *env) return env;
+  return LB_DATA_DIR;
+}
+
+std::vector<std::string> list_data(std::string_view kind) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(data_dir()) / kind, ec))
+    if (e.path().extension() == ".txt") names.push_back(e.path().stem().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string find_data(std::string_view kind, std::string_view name) {
+  const std::string singular(kind.substr(0, kind.size() - 1));  // "suites" -> "suite"
+  if (name.find('/') != std::string_view::npos || name.ends_with(".txt")) {
+    if (!fs::is_regular_file(fs::path(name)))
+      throw Error(singular + " file '" + std::string(name) + "' not found");
+    return std::string(name);
+  }
+  const fs::path p = fs::path(data_dir()) / kind / (std::string(name) + ".txt");
+  if (fs::is_regular_file(p)) return p.string();
+  std::string available;
+  for (const auto& n : list_data(kind))
+    available += (available.empty() ? "" : " ") + n;
+  throw Error("unknown " + singular + " '" + std::string(name) +
+              "' (available: " + (available.empty() ? "none in " + data_dir() : available) + ")");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read '" + path + "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::vector<Problem> parse_suite(std::string_view text, std::string_view file) {
+  std::vector<Problem> out;
+  for (const Line& l : content_lines(text)) {
+    try {
+      out.push_back(parse_problem(l.text));
+    } catch (const Error& e) {
+      throw Error(where(file, l.number) + e.what());
+    }
+  }
+  if (out.empty()) throw Error(std::string(file) + ": no problems");
+  return out;
+}
+
+std::vector<Problem> load_suite(std::string_view name) {
+  const std::string path = find_data("suites", name);
+  return parse_suite(read_file(path), path);
+}
+
+Network parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt) {
+  if (batch < 1) throw Error("--batch " + std::to_string(batch) + ": must be >= 1");
+  Network net;
+  net.batch = batch;
+  net.dt = dt;
+  const double act = double(size_of(storage_of(dt, Arg::src)));  // bytes per activation value
+  const std::vector<Line> lines = content_lines(text);
+  if (lines.empty()) throw Error(std::string(file) + ": no layers");
+  bool tokens = false;  // the input is a sequence of token ids (int32), not activations
+  std::map<std::string, std::vector<int64_t>> shapes;  // layer name -> output shape
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const Line& l = lines[i];
+    try {
+      std::istringstream in(l.text);
+      std::string first;
+      in >> first;
+      if (i == 0) {
+        if (first != "input") throw Error("'" + first + "': the first line must be 'input ...'");
+        Keys kv = split_keys(in, "input");
+        const bool has_t = kv.count("t"), has_c = kv.count("c"), has_h = kv.count("h");
+        std::vector<int64_t>& s = net.in_shape;
+        if (has_t) s.push_back(take_int(kv, "input", "t", {}, 1));
+        if (has_c) s.push_back(take_int(kv, "input", "c", {}, 1));
+        if (has_h) {
+          s.push_back(take_int(kv, "input", "h", {}, 1));
+          s.push_back(take_int(kv, "input", "w", {}, 1));
+        }
+        no_more_keys(kv, "input", "c=, h= w= (an image), t= (a sequence)");
+        if (s.empty() || (has_t && has_h) || (has_h && !has_c))
+          throw Error("input: expected c= h= w=, c=, t= or t= c=");
+        long double elements = 1;
+        for (int64_t d : s) elements *= d;
+        if (elements > 0x1p40L) throw Error("input: more than 2^40 values per sample");
+        tokens = has_t && !has_c;
+        net.in_bytes = double(batch) * product(s) * (tokens ? 4.0 : act);
+        continue;
+      }
+      if (first == "input") throw Error("input: given twice");
+      Layer layer;
+      layer.name = first;
+      if (!(in >> layer.kind)) throw Error(first + ": expected '<name> <kind> key=value ...'");
+      if (shapes.count(layer.name)) throw Error(layer.name + ": layer name used twice");
+      const std::vector<int64_t> in_shape = net.layers.empty() ? net.in_shape : net.layers.back().out_shape;
+      const bool first_layer = net.layers.empty();
+      layer.in_bytes = first_layer ? net.in_bytes : double(batch) * product(in_shape) * act;
+      const std::string& kind = layer.kind;
+      Keys kv = split_keys(in, kind);
+      if ((kind == "embedding") != (tokens && first_layer))
+        throw Error(kind + (kind == "embedding" ? ": must be the first layer after 'input t='"
+                                                : ": token ids need an embedding layer first"));
+      auto need = [&](size_t rank, std::string_view what) {
+        if (in_shape.size() != rank)
+          throw Error(kind + ": needs " + std::string(what) + " input, the previous layer gives " +
+                      shape_string(in_shape));
+      };
+      if (kind == "embedding") {
+        const int64_t vocab = take_int(kv, kind, "vocab", {}, 1), dim = take_int(kv, kind, "dim", {}, 1);
+        no_more_keys(kv, kind, "vocab= dim=");
+        layer.params = vocab * dim;
+        layer.param_bytes = double(layer.params) * size_of(storage_of(dt, Arg::wei));
+        layer.out_shape = {in_shape[0], dim};
+      } else if (kind == "dense") {
+        if (in_shape.size() != 1 && in_shape.size() != 2)
+          throw Error("dense: needs a vector or sequence input, the previous layer gives " +
+                      shape_string(in_shape));
+        // A sequence is projected position by position: T·batch rows.
+        const int64_t rows = in_shape.size() == 2 ? in_shape[0] * batch : batch;
+        layer.problem = op_problem(kind, kv, {{"mb", rows}, {"ic", in_shape.back()}}, dt, layer.name);
+        layer.out_shape = in_shape;
+        layer.out_shape.back() = layer.problem->dense().oc;
+      } else if (kind == "conv2d") {
+        need(3, "an image (c×h×w)");
+        layer.problem = op_problem(
+            kind, kv, {{"mb", batch}, {"ic", in_shape[0]}, {"ih", in_shape[1]}, {"iw", in_shape[2]}}, dt,
+            layer.name);
+        const Conv2d& c = layer.problem->conv();
+        layer.out_shape = {c.oc, c.oh(), c.ow()};
+      } else if (kind == "lstm") {
+        need(2, "a sequence (t×c)");
+        layer.problem =
+            op_problem(kind, kv, {{"mb", batch}, {"t", in_shape[0]}, {"ic", in_shape[1]}}, dt, layer.name);
+        layer.out_shape = {in_shape[0], layer.problem->lstm().hc};
+      } else if (kind == "maxpool" || kind == "avgpool") {
+        need(3, "an image (c×h×w)");
+        const int64_t k = take_int(kv, kind, "k", {}, 1), s = take_int(kv, kind, "s", k, 1),
+                      p = take_int(kv, kind, "p", 0, 0);
+        no_more_keys(kv, kind, "k= s= p=");
+        if (k > in_shape[1] + 2 * p || k > in_shape[2] + 2 * p)
+          throw Error(kind + ": k=" + std::to_string(k) + ": larger than the padded input " +
+                      shape_string(in_shape));
+        layer.out_shape = {in_shape[0], (in_shape[1] + 2 * p - k) / s + 1, (in_shape[2] + 2 * p - k) / s + 1};
+      } else if (kind == "relu") {
+        const std::string mode = kv.count("mode") ? kv.at("mode") : "inplace";
+        kv.erase("mode");
+        no_more_keys(kv, kind, "mode=inplace|separate");
+        if (mode != "inplace" && mode != "separate")
+          throw Error("relu: mode=" + mode + ": expected inplace or separate");
+        layer.new_buffer = mode == "separate";
+        layer.out_shape = in_shape;
+      } else if (kind == "flatten" || kind == "softmax") {
+        no_more_keys(kv, kind, "nothing");
+        layer.new_buffer = kind == "softmax";
+        layer.out_shape = kind == "flatten" ? std::vector<int64_t>{product(in_shape)} : in_shape;
+      } else if (kind == "add") {
+        const std::string from = kv.count("from") ? kv.at("from") : "";
+        kv.erase("from");
+        no_more_keys(kv, kind, "from=<layer>");
+        auto it = shapes.find(from);
+        if (it == shapes.end()) throw Error("add: from=" + from + ": no earlier layer of that name");
+        if (it->second != in_shape)
+          throw Error("add: from=" + from + ": shape " + shape_string(it->second) + " differs from " +
+                      shape_string(in_shape));
+        layer.in_bytes *= 2;  // both operands
+        layer.out_shape = in_shape;
+      } else {
+        throw Error(first + ": '" + kind +
+                    "': unknown layer kind; expected dense conv2d lstm embedding relu maxpool avgpool "
+                    "flatten softmax add");
+      }
+      if (layer.problem) {
+        const Model m = model(*layer.problem);
+        layer.params = m.params;
+        layer.param_bytes = m.param_bytes;
+        layer.macs = m.macs;
+        layer.type = layer_type(*layer.problem);
+      } else {
+        layer.type = layer.kind;
+      }
+      layer.out_bytes = layer.new_buffer ? double(batch) * product(layer.out_shape) * act : 0.0;
+      shapes[layer.name] = layer.out_shape;
+      net.layers.push_back(std::move(layer));
+    } catch (const Error& e) {
+      throw Error(where(file, l.number) + e.what());
+    }
+  }
+  if (net.layers.empty()) throw Error(std::string(file) + ": no layers after 'input'");
+  return net;
+}
+
+Network load_network(std::string_view name, int64_t batch, DType dt) {
+  const std::string path = find_data("networks", name);
+  Network net = parse_network(read_file(path), path, batch, dt);
+  net.name = fs::path(path).stem().string();
+  return net;
+}
+
+NetworkTotals totals(const Network& n) {
+  NetworkTotals t;
+  t.activation_bytes = n.in_bytes;
+  double widest = 0;
+  for (const Layer& l : n.layers) {
+    t.params += l.params;
+    t.param_bytes += l.param_bytes;
+    t.macs += l.macs;
+    t.activation_bytes += l.out_bytes;
+    widest = std::max(widest, l.in_bytes + l.out_bytes);
+  }
+  t.inference_bytes = t.param_bytes + widest;
+  t.training_bytes = 2.0 * t.param_bytes + t.activation_bytes;
+  return t;
+}
+
+std::vector<Problem> problems(const Network& n) {
+  std::vector<Problem> out;
+  for (const Layer& l : n.layers)
+    if (l.problem) out.push_back(*l.problem);
+  return out;
+}
+
+}  // namespace lb

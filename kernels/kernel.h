@@ -1,0 +1,51 @@
+// The one interface every backend implements, CPU or GPU (../shared/DESIGN.md).
+//
+// Life of a kernel in a case:  supports() -> prepare() -> run() ... run() -> finish()
+// -> release(). Everything that is not the layer's arithmetic — handles, descriptors,
+// algorithm choice, workspace, weight packing, device copies — belongs in prepare(),
+// so that run() is exactly what gets timed. The harness, not the kernel, decides how
+// to time and when to synchronise; finish() is where a GPU kernel waits and copies its
+// outputs back into the host tensors (untimed), so verification reads them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kernels/problem.h"
+#include "kernels/tensor.h"
+
+namespace lb {
+
+enum class Device { cpu, gpu };
+std::string_view name(Device d);
+
+// What a case asks of a kernel beyond the problem.
+struct Context {
+  int threads = 1;  // CPU threads the kernel may use
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Empty when the problem is supported, else one line saying why not
+  // ("f8 needs Hopper tensor cores"). Never throws for a valid problem.
+  virtual std::string supports(const Problem& p) const = 0;
+  // Untimed set-up. May read the inputs (e.g. pack weights); must not write outputs.
+  virtual void prepare(const Problem& p, TensorSet& ts, const Context& ctx) = 0;
+  // The timed work: computes the outputs of the problem given to prepare().
+  virtual void run(TensorSet& ts) = 0;
+  // Untimed: wait for completion and make outputs visible in `ts` (GPU backends).
+  virtual void finish(TensorSet& ts) { (void)ts; }
+  // Frees what prepare() acquired; the kernel may be prepared again afterwards.
+  virtual void release() {}
+};
+
+// A kernel's identity and description, given once at registration.
+struct KernelInfo {
+  std::string id;  // <op>.<backend>.<variant>, e.g. "dense.ref.loops"
+  Device device = Device::cpu;
+  std::string idea;          // one line on how it computes
+  std::string accumulation;  // e.g. "f64", "f32", "s32"
+};
+
+}  // namespace lb

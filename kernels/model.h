@@ -1,0 +1,39 @@
+// The analytic model: the arithmetic users otherwise do by hand, per problem.
+//
+// MACs count multiply-adds of the layer's products only (1 MAC = the seed notes'
+// "flop"; FLOPs = 2·MACs): bias adds, activations and the LSTM cell's element-wise
+// work are not counted, as in the papers' tables. Bytes use each argument's storage
+// (storage_of). Memory:
+//   inference = parameters + input + output (+ the second buffer of a separate ReLU);
+//   training  = parameters + their gradients + the input kept for the backward pass
+//               + output (+ separate ReLU output; an in-place ReLU needs none, since
+//               its backward pass can use the output: the gradient is zero where it is).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/problem.h"
+
+namespace lb {
+
+struct Model {
+  int64_t params = 0;  // weights + biases
+  double param_bytes = 0;
+  double src_bytes = 0;   // the layer's input activations (LSTM: with h0 and c0)
+  double dst_bytes = 0;   // the layer's output
+  double relu_bytes = 0;  // the extra output buffer of relu=separate
+  int64_t macs = 0;
+  double flops = 0;      // 2·MACs
+  double min_bytes = 0;  // every input read once, every output written once
+  double intensity = 0;  // FLOPs per byte of min_bytes
+  double inference_bytes = 0;
+  double training_bytes = 0;
+};
+
+Model model(const Problem& p);
+
+// The layer type used in tables: dense, conv, depthwise, pointwise (1×1, g=1) or lstm.
+std::string layer_type(const Problem& p);
+
+}  // namespace lb

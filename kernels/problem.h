@@ -1,0 +1,89 @@
+// Problems: one layer's shape + dtype + ReLU mode, written as one canonical line.
+//
+//   dense  mb=32 ic=4096 oc=4096 dt=f32 relu=none
+//   conv2d mb=32 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=fused
+//   lstm   mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none
+//
+// Keys may come in any order; print() writes them in the order above. Optional keys
+// and their defaults: dt=f32, relu=none, name= (empty); conv2d sh=1 ph=0 g=1 dh=1,
+// sw=sh, pw=ph, dw=dh (sw, pw, dh, dw are printed only when they differ from their
+// default); lstm l=1. parse(print(p)) == p for every valid p. Every error names
+// the op and the token and says what was expected, e.g. "conv2d: kh=0: must be >= 1".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace lb {
+
+enum class Op { dense, conv2d, lstm };
+inline constexpr Op kAllOps[] = {Op::dense, Op::conv2d, Op::lstm};
+std::string_view name(Op op);
+Op parse_op(std::string_view token);
+
+// none: y = layer(x). separate: a ReLU writes a second buffer r = max(y, 0).
+// inplace: a ReLU pass overwrites y. fused: the kernel writes max(y, 0) directly.
+enum class Relu { none, separate, inplace, fused };
+inline constexpr Relu kAllRelus[] = {Relu::none, Relu::separate, Relu::inplace, Relu::fused};
+std::string_view name(Relu r);
+Relu parse_relu(std::string_view token);
+
+// y = x·Wᵀ + b.  x is MB×IC, W is OC×IC, b is OC, y is MB×OC (all row-major).
+struct Dense {
+  int64_t mb = 1, ic = 1, oc = 1;
+  bool operator==(const Dense&) const = default;
+};
+
+// Cross-correlation, NCHW. x is MB×IC×IH×IW, W is OC×(IC/G)×KH×KW, b is OC,
+// y is MB×OC×OH×OW with OH = (IH + 2·PH - ((KH-1)·DH + 1)) / SH + 1 (likewise OW).
+// Depthwise when G = IC = OC.
+struct Conv2d {
+  int64_t mb = 1, ic = 1, ih = 1, iw = 1, oc = 1, kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, g = 1;
+  int64_t oh() const { return (ih + 2 * ph - ((kh - 1) * dh + 1)) / sh + 1; }
+  int64_t ow() const { return (iw + 2 * pw - ((kw - 1) * dw + 1)) / sw + 1; }
+  bool depthwise() const { return g > 1 && g == ic && g == oc; }
+  bool operator==(const Conv2d&) const = default;
+};
+
+// L stacked unidirectional LSTM layers over T steps, batch MB, input size IC,
+// hidden size HC. Equations and tensor layouts: kernels/ref/lstm.cpp.
+struct Lstm {
+  int64_t mb = 1, t = 1, ic = 1, hc = 1, l = 1;
+  bool operator==(const Lstm&) const = default;
+};
+
+struct Problem {
+  std::variant<Dense, Conv2d, Lstm> shape;
+  DType dt = DType::f32;
+  Relu relu = Relu::none;
+  std::string name;  // optional label, [A-Za-z0-9_.-]+; e.g. the network layer it came from
+
+  Op op() const { return Op(shape.index()); }
+  const Dense& dense() const { return std::get<Dense>(shape); }
+  const Conv2d& conv() const { return std::get<Conv2d>(shape); }
+  const Lstm& lstm() const { return std::get<Lstm>(shape); }
+  int64_t batch() const;
+  bool operator==(const Problem&) const = default;
+};
+
+// Throws lb::Error with a one-line reason.
+Problem parse_problem(std::string_view line);
+std::string print(const Problem& p);
+
+// The same problem with another batch, dtype or ReLU mode (sweep axes).
+Problem with_batch(Problem p, int64_t mb);
+
+// Output dims in the layouts above: dense {MB, OC}; conv2d {MB, OC, OH, OW}; lstm {T, MB, HC}.
+std::vector<int64_t> output_dims(const Problem& p);
+
+// A short name for benchmark names and tables: the name= label if set, else the shape
+// ("mb32ic64ih56iw56oc64kh3kw3sh1ph1g1").
+std::string short_name(const Problem& p);
+
+}  // namespace lb

@@ -1,0 +1,63 @@
+#include "kernels/registry.h"
+
+#include <algorithm>
+
+#include "kernels/common.h"
+
+namespace lb {
+
+std::string_view name(Device d) {
+  return d == Device::cpu ? "cpu" : "gpu";
+}
+
+std::string_view KernelEntry::op_name() const {
+  return std::string_view(info.id).substr(0, info.id.find('.'));
+}
+
+std::string_view KernelEntry::backend() const {
+  const size_t a = info.id.find('.');
+  return std::string_view(info.id).substr(a + 1, info.id.find('.', a + 1) - a - 1);
+}
+
+std::string KernelEntry::supports(const Problem& p) const {
+  if (op_name() != name(p.op())) return std::string(info.id) + " computes " + std::string(op_name());
+  return make()->supports(p);
+}
+
+void Registry::add(KernelInfo info, std::function<std::unique_ptr<Kernel>()> make) {
+  const std::string& id = info.id;
+  const size_t a = id.find('.');
+  const size_t b = a == std::string::npos ? a : id.find('.', a + 1);
+  if (b == std::string::npos || a == 0 || b == a + 1 || b + 1 == id.size() ||
+      id.find('.', b + 1) != std::string::npos)
+    throw Error("kernel id '" + id + "': expected <op>.<backend>.<variant>");
+  parse_op(id.substr(0, a));
+  if (find(id)) throw Error("kernel id '" + id + "' registered twice");
+  kernels_.push_back({std::move(info), std::move(make)});
+}
+
+const KernelEntry* Registry::find(std::string_view id) const {
+  for (const auto& k : kernels_)
+    if (k.info.id == id) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> Registry::backends() const {
+  std::vector<std::string> out;
+  for (const auto& k : kernels_) {
+    std::string b(k.backend());
+    if (std::find(out.begin(), out.end(), b) == out.end()) out.push_back(b);
+  }
+  return out;
+}
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    register_ref(reg);
+    return reg;
+  }();
+  return r;
+}
+
+}  // namespace lb

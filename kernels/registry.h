@@ -1,0 +1,44 @@
+// The registry: every kernel id, its description and a factory. Each backend has one
+// explicit registration function, listed in register_all() (registry.cpp); no
+// self-registering statics, which a static library's linker would drop.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace lb {
+
+struct KernelEntry {
+  KernelInfo info;
+  std::function<std::unique_ptr<Kernel>()> make;
+
+  // Derived from the id: "<op>.<backend>.<variant>".
+  std::string_view op_name() const;
+  std::string_view backend() const;
+  // Empty when the kernel handles `p`, else why not (wrong op included).
+  std::string supports(const Problem& p) const;
+};
+
+class Registry {
+ public:
+  // Throws lb::Error on a malformed or duplicate id, or an op that does not exist.
+  void add(KernelInfo info, std::function<std::unique_ptr<Kernel>()> make);
+  const std::vector<KernelEntry>& kernels() const { return kernels_; }
+  const KernelEntry* find(std::string_view id) const;
+  std::vector<std::string> backends() const;
+
+ private:
+  std::vector<KernelEntry> kernels_;
+};
+
+// Registration functions, one per backend (each defined in its backend's folder).
+void register_ref(Registry& r);
+
+// The registry with every backend built into this binary.
+const Registry& registry();
+
+}  // namespace lb

@@ -1,0 +1,276 @@
+#include "kernels/tensor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/common.h"
+
+namespace lb {
+namespace {
+
+std::atomic<size_t> g_live_bytes{0};
+
+constexpr uint32_t kPoisonF32 = 0x7fc0deadu;  // a quiet NaN with a payload no arithmetic makes
+constexpr uint16_t kPoisonF16 = 0x7e5au;
+constexpr uint16_t kPoisonBf16 = 0x7fdau;
+constexpr uint8_t kPoisonByte = 0xa5u;
+
+// splitmix64: tiny, fast and identical everywhere (std distributions are not).
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return double(next() >> 11) * 0x1p-52 - 1.0; }  // [-1, 1)
+  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+};
+
+// Integer fills: u8 in [0, 31], s8 in [-31, 31], both scaled by 1/32, so an int32 sum of
+// up to 2 million products is exact.
+constexpr double kIntScale = 1.0 / 32.0;
+
+}  // namespace
+
+std::string_view name(Arg a) {
+  switch (a) {
+    case Arg::src:
+      return "src";
+    case Arg::wei:
+      return "wei";
+    case Arg::bias:
+      return "bias";
+    case Arg::wei_iter:
+      return "wei_iter";
+    case Arg::src_iter:
+      return "src_iter";
+    case Arg::src_iter_c:
+      return "src_iter_c";
+    case Arg::dst:
+      return "dst";
+    case Arg::relu_dst:
+      return "relu_dst";
+  }
+  return "?";
+}
+
+Storage storage_of(DType dt, Arg a) {
+  // Bias and the LSTM cell state stay f32 in every dtype, as oneDNN and cuDNN keep them.
+  if (a == Arg::bias || a == Arg::src_iter_c) return Storage::f32;
+  switch (dt) {
+    case DType::f32:
+    case DType::tf32:
+      return Storage::f32;  // tf32 is f32 storage read with 10 mantissa bits
+    case DType::f16:
+      return Storage::f16;
+    case DType::bf16:
+      return Storage::bf16;
+    case DType::i8:
+      // u8 activations x s8 weights, int32 accumulation, dequantised f32 output.
+      if (a == Arg::src || a == Arg::src_iter) return Storage::u8;
+      if (a == Arg::wei || a == Arg::wei_iter) return Storage::s8;
+      return Storage::f32;
+    case DType::f8:
+      // e4m3 inputs, f32 output.
+      if (a == Arg::dst || a == Arg::relu_dst) return Storage::f32;
+      return Storage::e4m3;
+  }
+  return Storage::f32;
+}
+
+Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
+    : storage_(storage), dims_(std::move(dims)), elements_(1), scale_(scale) {
+  for (int64_t d : dims_)
+    elements_ *= d;
+  const size_t padded = (bytes() + 63) / 64 * 64;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded ? padded : 64));
+  if (!p) throw std::bad_alloc();
+  data_ = std::unique_ptr<std::byte[], Free>(p, Free{padded});
+  g_live_bytes += padded;
+}
+
+void Tensor::Free::operator()(std::byte* p) const {
+  if (!p) return;
+  g_live_bytes -= bytes;
+  std::free(p);
+}
+
+size_t Tensor::live_bytes() {
+  return g_live_bytes.load();
+}
+
+double Tensor::load(int64_t i) const {
+  switch (storage_) {
+    case Storage::f32:
+      return as<float>()[i];
+    case Storage::f16:
+      return f16_to_f32(as<uint16_t>()[i]);
+    case Storage::bf16:
+      return bf16_to_f32(as<uint16_t>()[i]);
+    case Storage::u8:
+      return scale_ * as<uint8_t>()[i];
+    case Storage::s8:
+      return scale_ * as<int8_t>()[i];
+    case Storage::e4m3:
+      return e4m3_to_f32(as<uint8_t>()[i]);
+  }
+  return 0.0;
+}
+
+void Tensor::store(int64_t i, double v) {
+  switch (storage_) {
+    case Storage::f32:
+      as<float>()[i] = float(v);
+      return;
+    case Storage::f16:
+      as<uint16_t>()[i] = f32_to_f16(float(v));
+      return;
+    case Storage::bf16:
+      as<uint16_t>()[i] = f32_to_bf16(float(v));
+      return;
+    case Storage::u8:
+      as<uint8_t>()[i] = uint8_t(std::clamp(std::nearbyint(v / scale_), 0.0, 255.0));
+      return;
+    case Storage::s8:
+      as<int8_t>()[i] = int8_t(std::clamp(std::nearbyint(v / scale_), -128.0, 127.0));
+      return;
+    case Storage::e4m3:
+      as<uint8_t>()[i] = f32_to_e4m3(float(v));
+      return;
+  }
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(storage_, dims_, scale_);
+  std::memcpy(t.data(), data(), bytes());
+  return t;
+}
+
+Tensor& TensorSet::at(Arg a) {
+  if (!has(a)) throw Error("tensor '" + std::string(name(a)) + "' is not part of this problem");
+  return *slots_[int(a)];
+}
+
+const Tensor& TensorSet::at(Arg a) const {
+  return const_cast<TensorSet*>(this)->at(a);
+}
+
+size_t TensorSet::bytes() const {
+  size_t total = 0;
+  for (const auto& s : slots_)
+    if (s) total += s->bytes();
+  return total;
+}
+
+std::vector<Arg> input_args(Op op) {
+  if (op == Op::lstm) return {Arg::src, Arg::wei, Arg::wei_iter, Arg::bias, Arg::src_iter, Arg::src_iter_c};
+  return {Arg::src, Arg::wei, Arg::bias};
+}
+
+std::vector<Arg> output_args(const Problem& p) {
+  if (p.relu == Relu::separate) return {Arg::dst, Arg::relu_dst};
+  return {Arg::dst};
+}
+
+TensorSet make_tensors(const Problem& p) {
+  std::vector<std::pair<Arg, std::vector<int64_t>>> shapes;
+  switch (p.op()) {
+    case Op::dense: {
+      const Dense& d = p.dense();
+      shapes = {{Arg::src, {d.mb, d.ic}}, {Arg::wei, {d.oc, d.ic}}, {Arg::bias, {d.oc}}};
+      break;
+    }
+    case Op::conv2d: {
+      const Conv2d& c = p.conv();
+      shapes = {{Arg::src, {c.mb, c.ic, c.ih, c.iw}},
+                {Arg::wei, {c.oc, c.ic / c.g, c.kh, c.kw}},
+                {Arg::bias, {c.oc}}};
+      break;
+    }
+    case Op::lstm: {
+      const Lstm& s = p.lstm();
+      const int64_t g = 4 * s.hc;  // four gates
+      shapes = {{Arg::src, {s.t, s.mb, s.ic}},      {Arg::wei, {g * s.ic + (s.l - 1) * g * s.hc}},
+                {Arg::wei_iter, {s.l, g, s.hc}},    {Arg::bias, {s.l, g}},
+                {Arg::src_iter, {s.l, s.mb, s.hc}}, {Arg::src_iter_c, {s.l, s.mb, s.hc}}};
+      break;
+    }
+  }
+  shapes.emplace_back(Arg::dst, output_dims(p));
+  if (p.relu == Relu::separate) shapes.emplace_back(Arg::relu_dst, output_dims(p));
+  TensorSet ts;
+  for (auto& [arg, dims] : shapes) {
+    const Storage s = storage_of(p.dt, arg);
+    const double scale = (s == Storage::u8 || s == Storage::s8) ? kIntScale : 1.0;
+    ts.set(arg, Tensor(s, std::move(dims), scale));
+  }
+  return ts;
+}
+
+void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
+  for (Arg a : input_args(p.op())) {
+    Tensor& t = ts.at(a);
+    Rng rng{seed * 0x100000001b3ull + uint64_t(a) * 0x9e3779b97f4a7c15ull};
+    double amplitude = 1.0;
+    if (p.op() == Op::lstm && (a == Arg::wei || a == Arg::wei_iter || a == Arg::bias)) {
+      const Lstm& s = p.lstm();
+      amplitude = 1.0 / std::sqrt(double(std::max(s.ic, s.hc) + s.hc));
+    }
+    switch (t.storage()) {
+      case Storage::u8:
+        for (int64_t i = 0; i < t.elements(); ++i)
+          t.as<uint8_t>()[i] = uint8_t(rng.integer(0, 31));
+        break;
+      case Storage::s8:
+        for (int64_t i = 0; i < t.elements(); ++i)
+          t.as<int8_t>()[i] = int8_t(rng.integer(-31, 31));
+        break;
+      default:
+        for (int64_t i = 0; i < t.elements(); ++i)
+          t.store(i, amplitude * rng.uniform());
+    }
+  }
+}
+
+void poison(Tensor& t) {
+  switch (t.storage()) {
+    case Storage::f32:
+      std::fill_n(t.as<uint32_t>(), t.elements(), kPoisonF32);
+      return;
+    case Storage::f16:
+      std::fill_n(t.as<uint16_t>(), t.elements(), kPoisonF16);
+      return;
+    case Storage::bf16:
+      std::fill_n(t.as<uint16_t>(), t.elements(), kPoisonBf16);
+      return;
+    case Storage::u8:
+    case Storage::s8:
+    case Storage::e4m3:
+      std::memset(t.data(), kPoisonByte, t.bytes());
+      return;
+  }
+}
+
+bool is_poison(const Tensor& t, int64_t i) {
+  switch (t.storage()) {
+    case Storage::f32:
+      return t.as<uint32_t>()[i] == kPoisonF32;
+    case Storage::f16:
+      return t.as<uint16_t>()[i] == kPoisonF16;
+    case Storage::bf16:
+      return t.as<uint16_t>()[i] == kPoisonBf16;
+    case Storage::u8:
+    case Storage::s8:
+    case Storage::e4m3:
+      return t.as<uint8_t>()[i] == kPoisonByte;
+  }
+  return false;
+}
+
+}  // namespace lb

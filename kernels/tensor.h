@@ -1,0 +1,110 @@
+// Host tensors, the arguments every kernel receives, seeded fills and poison.
+//
+// Every backend sees the same host tensors in the same layouts (problem.h states
+// them); a backend that wants another layout converts in prepare(). The storage of
+// each argument follows from the problem's dtype through one function, storage_of().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "kernels/problem.h"
+
+namespace lb {
+
+// The arguments of a layer, named as oneDNN names them. LSTM weights of all layers
+// are stacked in one tensor each (layout in kernels/ref/lstm.cpp).
+enum class Arg {
+  src,         // x
+  wei,         // W (LSTM: input weights W_x of every layer)
+  bias,        // b (LSTM: one bias per gate per layer)
+  wei_iter,    // LSTM recurrent weights W_h
+  src_iter,    // LSTM h0
+  src_iter_c,  // LSTM c0
+  dst,         // y, the layer output (after ReLU for relu=inplace/fused)
+  relu_dst,    // r = max(y, 0), relu=separate only
+};
+inline constexpr int kNumArgs = 8;
+std::string_view name(Arg a);
+
+Storage storage_of(DType dt, Arg a);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // 64-byte aligned, uninitialised. `scale` maps stored integers to values
+  // (value = scale * stored); it is 1 for floating storages.
+  Tensor(Storage storage, std::vector<int64_t> dims, double scale = 1.0);
+
+  Storage storage() const { return storage_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t elements() const { return elements_; }
+  size_t bytes() const { return elements_ * size_of(storage_); }
+  double scale() const { return scale_; }
+  void* data() { return data_.get(); }
+  const void* data() const { return data_.get(); }
+  template <class T>
+  T* as() {
+    return static_cast<T*>(data());
+  }
+  template <class T>
+  const T* as() const {
+    return static_cast<const T*>(data());
+  }
+
+  // Element i as a value, and a value stored at i (rounded to nearest even,
+  // saturated for the integer and e4m3 storages).
+  double load(int64_t i) const;
+  void store(int64_t i, double v);
+
+  Tensor clone() const;
+
+  // Bytes held by all live Tensors of this process (the "our tensors" part of host peaks).
+  static size_t live_bytes();
+
+ private:
+  struct Free {
+    size_t bytes;
+    void operator()(std::byte* p) const;
+  };
+  Storage storage_ = Storage::f32;
+  std::vector<int64_t> dims_;
+  int64_t elements_ = 0;
+  double scale_ = 1.0;
+  std::unique_ptr<std::byte[], Free> data_{nullptr, Free{0}};
+};
+
+class TensorSet {
+ public:
+  bool has(Arg a) const { return slots_[int(a)].has_value(); }
+  Tensor& at(Arg a);
+  const Tensor& at(Arg a) const;
+  void set(Arg a, Tensor t) { slots_[int(a)] = std::move(t); }
+  size_t bytes() const;
+
+ private:
+  std::array<std::optional<Tensor>, kNumArgs> slots_;
+};
+
+// The inputs of an op (what fill() writes) and the outputs of a problem (what a
+// kernel must write and verification compares).
+std::vector<Arg> input_args(Op op);
+std::vector<Arg> output_args(const Problem& p);
+
+// Allocates every argument of `p`, uninitialised.
+TensorSet make_tensors(const Problem& p);
+
+// Seeded, never-zero random inputs: floats uniform in [-1, 1) (LSTM weights scaled
+// by 1/sqrt(fan-in) so gates do not saturate), integers small enough that int32
+// accumulation is exact. The same seed gives the same values on every machine.
+void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed);
+
+// Writes a NaN pattern no kernel produces (0xa5 bytes for integer storages) over t.
+void poison(Tensor& t);
+bool is_poison(const Tensor& t, int64_t i);
+
+}  // namespace lb

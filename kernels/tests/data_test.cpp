@@ -1,0 +1,179 @@
+// Suites and networks as data: the bundled files parse, the analytic totals match the
+// published figures, and malformed files are rejected with file:line.
+#include "kernels/data.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/common.h"
+
+namespace lb {
+namespace {
+
+const Layer& layer(const Network& n, const std::string& name) {
+  for (const Layer& l : n.layers)
+    if (l.name == name) return l;
+  throw Error("no layer " + name);
+}
+
+std::string network_error(const std::string& text) {
+  try {
+    parse_network(text, "net.txt", 1, DType::f32);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Network, AlexNetMatchesTorchvision) {
+  const Network n = load_network("alexnet", 1, DType::f32);
+  const NetworkTotals t = totals(n);
+  EXPECT_EQ(t.params, 61100840);
+  EXPECT_NEAR(double(t.macs), 714e6, 0.01 * 714e6);
+  const Layer& conv1 = layer(n, "conv1");
+  EXPECT_EQ(conv1.out_shape, (std::vector<int64_t>{64, 55, 55}));
+  EXPECT_EQ(conv1.params, 64 * 3 * 11 * 11 + 64);
+  EXPECT_EQ(conv1.macs, 55 * 55 * 64 * 3 * 11 * 11);
+  EXPECT_EQ(layer(n, "pool5").out_shape, (std::vector<int64_t>{256, 6, 6}));
+  EXPECT_EQ(layer(n, "fc6").params, 9216 * 4096 + 4096);
+  EXPECT_EQ(layer(n, "fc6").param_bytes, 4.0 * (9216 * 4096 + 4096));
+  EXPECT_EQ(problems(n).size(), 8u);
+  EXPECT_EQ(problems(n)[0].name, "conv1");
+}
+
+TEST(Network, MobileNetV1MatchesThePaper) {
+  const Network n = load_network("mobilenet_v1", 1, DType::f32);
+  const NetworkTotals t = totals(n);
+  EXPECT_NEAR(double(t.params), 4.22e6, 0.01 * 4.22e6);
+  EXPECT_NEAR(double(t.macs), 569e6, 0.01 * 569e6);
+  const Layer& dw = layer(n, "dw2");
+  EXPECT_EQ(dw.type, "depthwise");
+  EXPECT_EQ(dw.macs, 112 * 112 * 32 * 9);
+  const Layer& pw = layer(n, "pw2");
+  EXPECT_EQ(pw.type, "pointwise");
+  EXPECT_EQ(pw.macs, 112 * 112 * 32 * 64);
+  EXPECT_EQ(layer(n, "pw14").out_shape, (std::vector<int64_t>{1024, 7, 7}));
+  // Claim 8: a depthwise-separable block costs a fraction of the standard conv it replaces.
+  const double standard = 112.0 * 112 * 32 * 64 * 9;
+  EXPECT_NEAR((dw.macs + pw.macs) / standard, 1.0 / 64 + 1.0 / 9, 1e-12);
+}
+
+TEST(Network, LstmLanguageModel) {
+  const Network n = load_network("lstm_lm", 4, DType::f32);
+  const NetworkTotals t = totals(n);
+  // embedding 10000·650, two layers of 4·650·(650 + 650) + 4·650, projection 650·10000 + 10000
+  EXPECT_EQ(t.params, 6500000 + 2 * (4 * 650 * 1300 + 2600) + 6510000);
+  const Layer& proj = layer(n, "proj");
+  EXPECT_EQ(proj.problem->dense().mb, 35 * 4);  // every step of every sample
+  EXPECT_EQ(layer(n, "lstm").problem->lstm().t, 35);
+  EXPECT_EQ(layer(n, "lstm").macs, 35 * 4 * (4 * 650 * 1300) * 2);
+}
+
+TEST(Network, ParametersFixedActivationsGrowWithBatch) {
+  const NetworkTotals b1 = totals(load_network("alexnet", 1, DType::f32));
+  const NetworkTotals b8 = totals(load_network("alexnet", 8, DType::f32));
+  EXPECT_EQ(b1.param_bytes, b8.param_bytes);
+  EXPECT_DOUBLE_EQ(b8.activation_bytes, 8 * b1.activation_bytes);
+  EXPECT_EQ(b8.macs, 8 * b1.macs);
+  EXPECT_GT(b1.training_bytes, b1.inference_bytes);
+  const NetworkTotals bf16 = totals(load_network("alexnet", 1, DType::bf16));
+  EXPECT_NEAR(bf16.param_bytes / b1.param_bytes, 0.5, 0.001);  // biases stay f32
+}
+
+TEST(Network, InPlaceReluWritesNoNewBuffer) {
+  const std::string head = "input c=4\nfc dense oc=8\n";
+  const Network inplace = parse_network(head + "r relu\n", "a.txt", 2, DType::f32);
+  const Network separate = parse_network(head + "r relu mode=separate\n", "b.txt", 2, DType::f32);
+  EXPECT_EQ(inplace.layers[1].out_bytes, 0.0);
+  EXPECT_EQ(separate.layers[1].out_bytes, 2 * 8 * 4.0);
+  EXPECT_EQ(totals(separate).training_bytes - totals(inplace).training_bytes, 2 * 8 * 4.0);
+}
+
+TEST(Network, ErrorsCiteFileAndLine) {
+  EXPECT_EQ(network_error("conv1 conv2d oc=8 kh=3 kw=3\n"),
+            "net.txt:1: 'conv1': the first line must be 'input ...'");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\n# comment\n\nc1 conv2d oc=8 kh=3 kw=3\nc2 conv3d oc=8\n"),
+            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm embedding relu maxpool "
+            "avgpool flatten softmax add");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3 ic=4\n"),
+            "net.txt:2: conv2d: ic=4: the previous layer gives 3");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=0 kw=3\n"),
+            "net.txt:2: conv2d: kh=0: must be >= 1");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3 mb=4\n"),
+            "net.txt:2: conv2d: mb=4: set by the network (--batch, --dtype, the layer name), not the layer");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nfc dense oc=10\n"),
+            "net.txt:2: dense: needs a vector or sequence input, the previous layer gives 3x8x8");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=3 kh=1 kw=1\nc1 relu\n"),
+            "net.txt:3: c1: layer name used twice");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=3 kh=1 kw=1\ns add from=c9\n"),
+            "net.txt:3: add: from=c9: no earlier layer of that name");
+  EXPECT_EQ(network_error("input t=5\nl lstm hc=4\n"),
+            "net.txt:2: lstm: token ids need an embedding layer first");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\np maxpool k=9\n"),
+            "net.txt:2: maxpool: k=9: larger than the padded input 3x8x8");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8 x=1\n"),
+            "net.txt:1: input: 'x=1': unknown key; expected c=, h= w= (an image), t= (a sequence)");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\n"), "net.txt: no layers after 'input'");
+}
+
+TEST(Network, AddChecksShapes) {
+  const Network n = parse_network(
+      "input c=4 h=6 w=6\na conv2d oc=4 kh=3 kw=3 ph=1\nb conv2d oc=4 kh=3 kw=3 ph=1\ns add from=a\n",
+      "r.txt", 1, DType::f32);
+  EXPECT_EQ(n.layers[2].in_bytes, 2 * 4 * 36 * 4.0);
+}
+
+TEST(Suite, ErrorsCiteFileAndLine) {
+  try {
+    parse_suite("# comment\ndense mb=1 ic=1 oc=1\n\nconv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=0 kw=3\n", "s.txt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "s.txt:4: conv2d: kh=0: must be >= 1");
+  }
+  EXPECT_THROW(parse_suite("# only a comment\n", "empty.txt"), Error);
+  try {
+    load_suite("no_such_suite");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("unknown suite 'no_such_suite' (available: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Data, EveryBundledFileParses) {
+  ASSERT_FALSE(list_data("suites").empty());
+  ASSERT_FALSE(list_data("networks").empty());
+  for (const auto& s : list_data("suites"))
+    EXPECT_FALSE(load_suite(s).empty()) << s;
+  for (const auto& n : list_data("networks"))
+    for (DType dt : kAllDTypes)
+      EXPECT_FALSE(load_network(n, 2, dt).layers.empty()) << n;
+}
+
+TEST(Model, HandArithmetic) {
+  // Claim 4: a 1000×1000 f32 matrix is 4 MB.
+  const Model f32 = model(parse_problem("dense mb=1 ic=1000 oc=1000"));
+  EXPECT_EQ(f32.params, 1000 * 1000 + 1000);
+  EXPECT_EQ(f32.param_bytes, 4.0 * 1001000);
+  EXPECT_EQ(f32.macs, 1000000);
+  EXPECT_EQ(f32.flops, 2e6);
+  const Model bf16 = model(parse_problem("dense mb=1 ic=1000 oc=1000 dt=bf16"));
+  EXPECT_EQ(bf16.param_bytes, 2.0 * 1000000 + 4.0 * 1000);
+  const Model i8 = model(parse_problem("dense mb=1 ic=1000 oc=1000 dt=i8"));
+  EXPECT_EQ(i8.param_bytes, 1000000 + 4.0 * 1000);
+  // A separate ReLU costs one more output buffer; in place costs nothing.
+  const Model sep = model(parse_problem("dense mb=256 ic=4096 oc=4096 relu=separate"));
+  const Model inp = model(parse_problem("dense mb=256 ic=4096 oc=4096 relu=inplace"));
+  EXPECT_EQ(sep.inference_bytes - inp.inference_bytes, 256 * 4096 * 4.0);
+  const Model conv = model(parse_problem("conv2d mb=2 ic=8 ih=10 iw=10 oc=16 kh=3 kw=3 ph=1"));
+  EXPECT_EQ(conv.macs, 2 * 16 * 10 * 10 * 8 * 9);
+  EXPECT_EQ(conv.min_bytes, 4.0 * (16 * 8 * 9 + 16 + 2 * 8 * 100 + 2 * 16 * 100));
+  EXPECT_DOUBLE_EQ(conv.intensity, conv.flops / conv.min_bytes);
+  const Model lstm = model(parse_problem("lstm mb=2 t=3 ic=4 hc=5 l=2"));
+  EXPECT_EQ(lstm.params, 20 * 4 + 20 * 5 + 2 * 20 * 5 + 2 * 20);
+  EXPECT_EQ(lstm.macs, 3 * 2 * (20 * 4 + 20 * 5 + 2 * 20 * 5));
+  EXPECT_EQ(layer_type(parse_problem("conv2d mb=1 ic=8 ih=4 iw=4 oc=8 kh=1 kw=1")), "pointwise");
+}
+
+}  // namespace
+}  // namespace lb

@@ -1,0 +1,139 @@
+// Problem lines: canonical round trips, defaults, derived shapes and every documented error.
+#include "kernels/problem.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "kernels/common.h"
+
+namespace lb {
+namespace {
+
+std::string error_of(const std::string& line) {
+  try {
+    parse_problem(line);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Problem, CanonicalLinesRoundTrip) {
+  for (const char* line : {
+           "dense mb=32 ic=4096 oc=4096 dt=f32 relu=none",
+           "dense mb=1 ic=1 oc=1 dt=i8 relu=separate name=fc8",
+           "conv2d mb=32 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=fused",
+           "conv2d mb=1 ic=6 ih=9 iw=9 oc=9 kh=3 kw=1 sh=1 sw=2 ph=1 pw=0 g=3 dt=bf16 relu=inplace",
+           "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=2 dh=2 g=1 dt=f16 relu=none",
+           "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=2 dh=2 dw=1 g=8 dt=tf32 relu=none",
+           "lstm mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none",
+       }) {
+    const Problem p = parse_problem(line);
+    EXPECT_EQ(print(p), line);
+    EXPECT_EQ(parse_problem(print(p)), p);
+  }
+}
+
+TEST(Problem, KeysInAnyOrderAndDefaults) {
+  const Problem p = parse_problem("conv2d  kw=3 kh=3 oc=16 iw=10 ih=10 ic=8 mb=2   ph=1");
+  const Conv2d& c = p.conv();
+  EXPECT_EQ(c.sh, 1);
+  EXPECT_EQ(c.sw, 1);
+  EXPECT_EQ(c.pw, 1);  // defaults to ph
+  EXPECT_EQ(c.dh, 1);
+  EXPECT_EQ(c.dw, 1);
+  EXPECT_EQ(c.g, 1);
+  EXPECT_EQ(p.dt, DType::f32);
+  EXPECT_EQ(p.relu, Relu::none);
+  EXPECT_EQ(print(p), "conv2d mb=2 ic=8 ih=10 iw=10 oc=16 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=none");
+  EXPECT_EQ(parse_problem("lstm mb=1 t=2 ic=3 hc=4").lstm().l, 1);
+}
+
+TEST(Problem, RandomProblemsRoundTrip) {
+  std::mt19937 rng(7);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int i = 0; i < 2000; ++i) {
+    Problem p;
+    p.dt = kAllDTypes[pick(0, 5)];
+    p.relu = kAllRelus[pick(0, 3)];
+    if (pick(0, 1)) p.name = "layer_" + std::to_string(i);
+    switch (pick(0, 2)) {
+      case 0:
+        p.shape = Dense{pick(1, 64), pick(1, 300), pick(1, 300)};
+        break;
+      case 1: {
+        Conv2d c;
+        c.g = pick(1, 4);
+        c.mb = pick(1, 4);
+        c.ic = c.g * pick(1, 8);
+        c.oc = c.g * pick(1, 8);
+        c.kh = pick(1, 5);
+        c.kw = pick(1, 5);
+        c.sh = pick(1, 3);
+        c.sw = pick(1, 3);
+        c.ph = pick(0, 2);
+        c.pw = pick(0, 2);
+        c.dh = pick(1, 2);
+        c.dw = pick(1, 2);
+        c.ih = (c.kh - 1) * c.dh + 1 + pick(0, 20);
+        c.iw = (c.kw - 1) * c.dw + 1 + pick(0, 20);
+        p.shape = c;
+        break;
+      }
+      default:
+        p.shape = Lstm{pick(1, 64), pick(1, 50), pick(1, 300), pick(1, 300), pick(1, 3)};
+    }
+    const std::string line = print(p);
+    ASSERT_EQ(parse_problem(line), p) << line;
+    ASSERT_EQ(print(parse_problem(line)), line);
+  }
+}
+
+TEST(Problem, DerivedShapes) {
+  const Problem c = parse_problem("conv2d mb=1 ic=3 ih=224 iw=224 oc=64 kh=11 kw=11 sh=4 ph=2");
+  EXPECT_EQ(output_dims(c), (std::vector<int64_t>{1, 64, 55, 55}));
+  const Problem d = parse_problem("conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 ph=2 dh=2");
+  EXPECT_EQ(output_dims(d), (std::vector<int64_t>{1, 8, 12, 12}));
+  EXPECT_TRUE(parse_problem("conv2d mb=1 ic=32 ih=8 iw=8 oc=32 kh=3 kw=3 g=32").conv().depthwise());
+  EXPECT_FALSE(parse_problem("conv2d mb=1 ic=32 ih=8 iw=8 oc=64 kh=3 kw=3 g=32").conv().depthwise());
+  EXPECT_EQ(output_dims(parse_problem("dense mb=5 ic=7 oc=3")), (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(output_dims(parse_problem("lstm mb=4 t=9 ic=7 hc=3 l=2")), (std::vector<int64_t>{9, 4, 3}));
+  EXPECT_EQ(with_batch(parse_problem("dense mb=5 ic=7 oc=3"), 64).batch(), 64);
+  EXPECT_EQ(short_name(parse_problem("dense mb=5 ic=7 oc=3 relu=fused")), "mb5ic7oc3");
+  EXPECT_EQ(short_name(parse_problem("dense mb=5 ic=7 oc=3 name=fc6")), "fc6");
+}
+
+TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
+  EXPECT_EQ(error_of("conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=0 kw=3"), "conv2d: kh=0: must be >= 1");
+  EXPECT_EQ(error_of("conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=3 kw=3 ph=-1"), "conv2d: ph=-1: must be >= 0");
+  EXPECT_EQ(error_of("dense mb=abc ic=1 oc=1"), "dense: mb=abc: expected an integer");
+  EXPECT_EQ(error_of("dense mb=1.5 ic=1 oc=1"), "dense: mb=1.5: expected an integer");
+  EXPECT_EQ(error_of("dense mb= ic=1 oc=1"), "dense: mb=: expected an integer");
+  EXPECT_EQ(error_of("dense mb=99999999999999999999 ic=1 oc=1"),
+            "dense: mb=99999999999999999999: must be <= 2147483647");
+  EXPECT_EQ(error_of("dense mb=2147483648 ic=1 oc=1"), "dense: mb=2147483648: must be <= 2147483647");
+  EXPECT_EQ(error_of("dense ic=1 oc=1"), "dense: missing mb= (required: mb ic oc)");
+  EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 kh=3"),
+            "dense: 'kh=3': unknown key; expected one of mb ic oc dt relu name");
+  EXPECT_EQ(error_of("dense mb=1 mb=2 ic=1 oc=1"), "dense: mb=2: mb given twice");
+  EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 dt=f33"),
+            "dense: dt=f33: expected one of f32 tf32 f16 bf16 i8 f8");
+  EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 relu=yes"),
+            "dense: relu=yes: expected one of none separate inplace fused");
+  EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 name=a/b"),
+            "dense: name=a/b: expected letters, digits, '_', '.' or '-'");
+  EXPECT_EQ(error_of("dense mb=1 ic=1 oc"), "dense: 'oc': expected key=value");
+  EXPECT_EQ(error_of("matmul m=1"), "'matmul': unknown op; expected dense, conv2d or lstm");
+  EXPECT_EQ(error_of("   "), "empty problem line; expected '<op> key=value ...'");
+  EXPECT_EQ(error_of("conv2d mb=1 ic=6 ih=8 iw=8 oc=4 kh=3 kw=3 g=4"),
+            "conv2d: g=4: must divide ic=6 and oc=4");
+  EXPECT_EQ(error_of("conv2d mb=1 ic=3 ih=4 iw=8 oc=4 kh=3 kw=3 dh=2"),
+            "conv2d: kh=3: dilated filter (5) is larger than the padded input (ih + 2*ph = 4)");
+  EXPECT_EQ(error_of("dense mb=2147483647 ic=2147483647 oc=2147483647"),
+            "dense: problem too large (more than 2^62 elements or MACs)");
+  EXPECT_EQ(error_of("lstm mb=1 t=0 ic=1 hc=1"), "lstm: t=0: must be >= 1");
+}
+
+}  // namespace
+}  // namespace lb

@@ -1,0 +1,204 @@
+// Verification catches deliberately wrong kernels: unwritten outputs, small and large
+// errors, NaN, inputs overwritten, exceptions; and it mistrusts mostly-zero references.
+#include "kernels/verify.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/common.h"
+
+namespace lb {
+namespace {
+
+enum class Flaw { none, skip_last, nudge, nudge_relu_dst, nan, scribble_input, throws };
+
+// The reference kernel with one deliberate flaw applied after it runs.
+class Flawed final : public Kernel {
+ public:
+  Flawed(Flaw flaw, Op op, double nudge) : flaw_(flaw), nudge_(nudge), ref_(oracle(op).make()) {}
+  std::string supports(const Problem& p) const override { return p.dt == DType::f8 ? "flawed: no f8" : ""; }
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override { ref_->prepare(p, ts, ctx); }
+  void run(TensorSet& ts) override {
+    if (flaw_ == Flaw::throws) throw Error("boom");
+    ref_->run(ts);
+    Tensor& dst = ts.at(Arg::dst);
+    const int64_t last = dst.elements() - 1;
+    switch (flaw_) {
+      case Flaw::skip_last: {
+        Tensor poisoned(dst.storage(), {1});
+        poison(poisoned);
+        std::memcpy(static_cast<char*>(dst.data()) + last * size_of(dst.storage()), poisoned.data(),
+                    size_of(dst.storage()));
+        break;
+      }
+      case Flaw::nudge:
+        dst.store(last, dst.load(last) + nudge_);
+        break;
+      case Flaw::nudge_relu_dst: {
+        Tensor& r = ts.at(Arg::relu_dst);
+        r.store(0, r.load(0) + nudge_);
+        break;
+      }
+      case Flaw::nan:
+        dst.store(0, std::nan(""));
+        break;
+      case Flaw::scribble_input:
+        ts.at(Arg::src).store(0, 0.125);
+        break;
+      default:
+        break;
+    }
+  }
+
+ private:
+  Flaw flaw_;
+  double nudge_;
+  std::unique_ptr<Kernel> ref_;
+};
+
+KernelEntry flawed(Flaw flaw, Op op = Op::dense, double nudge = 0.5) {
+  return {{std::string(name(op)) + ".test.flawed", Device::cpu, "ref with a flaw", "f64"},
+          [=] { return std::make_unique<Flawed>(flaw, op, nudge); }};
+}
+
+const Problem kDense = parse_problem("dense mb=4 ic=64 oc=33 dt=f32 relu=none");
+
+TEST(Verify, CorrectKernelPassesWithARepro) {
+  for (const char* line : {"dense mb=4 ic=64 oc=33", "conv2d mb=2 ic=4 ih=7 iw=7 oc=6 kh=3 kw=3 ph=1 g=2",
+                           "lstm mb=2 t=3 ic=4 hc=5 l=2 relu=none"}) {
+    const Problem p = parse_problem(line);
+    const Verdict v = check_kernel(flawed(Flaw::none, p.op()), p, 1);
+    EXPECT_EQ(v.status, Status::passed) << line << ": " << v.reason;
+    EXPECT_EQ(v.max_error, 0.0);
+    EXPECT_NE(v.repro.find("layerbench check --kernel " + std::string(name(p.op())) +
+                           ".test.flawed --problem \"" + print(p) + "\" --seed 1"),
+              std::string::npos);
+  }
+}
+
+TEST(Verify, UnwrittenOutputFails) {
+  const Verdict v = check_kernel(flawed(Flaw::skip_last), kDense, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_EQ(v.reason, "dst: 1 of 132 elements never written (first at index 131)");
+}
+
+TEST(Verify, WrongValueFailsAndNamesTheElement) {
+  const Verdict v = check_kernel(flawed(Flaw::nudge), kDense, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_EQ(v.reason.rfind("dst[131] = ", 0), 0u) << v.reason;
+  EXPECT_NE(v.reason.find("> tolerance"), std::string::npos);
+  EXPECT_FALSE(v.repro.empty());
+}
+
+TEST(Verify, ToleranceDependsOnDtype) {
+  // An error of 0.02 (under 1 % of the output scale, ~1 bf16 ulp) fails f32 and passes bf16.
+  Problem p = kDense;
+  const Verdict f32 = check_kernel(flawed(Flaw::nudge, Op::dense, 0.02), p, 1);
+  EXPECT_EQ(f32.status, Status::failed) << f32.reason;
+  p.dt = DType::bf16;
+  const Verdict bf16 = check_kernel(flawed(Flaw::nudge, Op::dense, 0.02), p, 1);
+  EXPECT_EQ(bf16.status, Status::passed) << bf16.reason;
+}
+
+TEST(Verify, SeparateReluOutputIsChecked) {
+  Problem p = kDense;
+  p.relu = Relu::separate;
+  const Verdict v = check_kernel(flawed(Flaw::nudge_relu_dst), p, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_EQ(v.reason.rfind("relu_dst[0]", 0), 0u) << v.reason;
+}
+
+TEST(Verify, NanFails) {
+  const Verdict v = check_kernel(flawed(Flaw::nan), kDense, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_NE(v.reason.find("dst[0] = nan"), std::string::npos) << v.reason;
+}
+
+TEST(Verify, ModifiedInputFails) {
+  const Verdict v = check_kernel(flawed(Flaw::scribble_input), kDense, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_EQ(v.reason, "src: the kernel modified an input");
+}
+
+TEST(Verify, ThrowingKernelFails) {
+  const Verdict v = check_kernel(flawed(Flaw::throws), kDense, 1);
+  EXPECT_EQ(v.status, Status::failed);
+  EXPECT_EQ(v.reason, "threw: boom");
+}
+
+TEST(Verify, UnsupportedIsSkippedWithTheReason) {
+  Problem p = kDense;
+  p.dt = DType::f8;
+  const Verdict v = check_kernel(flawed(Flaw::none), p, 1);
+  EXPECT_EQ(v.status, Status::skipped);
+  EXPECT_EQ(v.reason, "flawed: no f8");
+  const Verdict wrong_op = check_kernel(flawed(Flaw::none, Op::conv2d), kDense, 1);
+  EXPECT_EQ(wrong_op.status, Status::skipped);
+}
+
+TEST(Verify, MostlyZeroReferenceIsMistrusted) {
+  Tensor expect(Storage::f32, {10}), got(Storage::f32, {10});
+  for (int i = 0; i < 10; ++i) {
+    expect.store(i, i == 0 ? 1.0 : 0.0);
+    got.store(i, expect.load(i));
+  }
+  EXPECT_EQ(compare(kDense, "dst", got, expect).status, Status::mistrusted);
+  for (int i = 0; i < 5; ++i)
+    expect.store(i, 1.0 + i);
+  for (int i = 0; i < 10; ++i)
+    got.store(i, expect.load(i));
+  EXPECT_EQ(compare(kDense, "dst", got, expect).status, Status::passed);
+}
+
+TEST(Verify, ToleranceGrowsWithPrecisionLossAndAccumulationLength) {
+  auto tol = [](const char* line) { return tolerance(parse_problem(line)); };
+  EXPECT_LT(tol("dense mb=1 ic=64 oc=1 dt=f32"), tol("dense mb=1 ic=4096 oc=1 dt=f32"));
+  EXPECT_LT(tol("dense mb=1 ic=64 oc=1 dt=f32"), tol("dense mb=1 ic=64 oc=1 dt=f16"));
+  EXPECT_LT(tol("dense mb=1 ic=64 oc=1 dt=f16"), tol("dense mb=1 ic=64 oc=1 dt=tf32"));
+  EXPECT_LT(tol("dense mb=1 ic=64 oc=1 dt=tf32"), tol("dense mb=1 ic=64 oc=1 dt=bf16"));
+  EXPECT_EQ(accumulation_length(parse_problem("conv2d mb=1 ic=64 ih=8 iw=8 oc=8 kh=3 kw=3 g=4")), 16 * 9);
+  EXPECT_EQ(accumulation_length(parse_problem("lstm mb=1 t=10 ic=32 hc=16 l=2")), (32 + 16) * 10 * 2);
+}
+
+TEST(Fill, SeededNeverZeroAndPoisonIsDetected) {
+  for (DType dt : {DType::f32, DType::bf16, DType::i8, DType::f8}) {
+    Problem p = kDense;
+    p.dt = dt;
+    TensorSet a = make_tensors(p), b = make_tensors(p), c = make_tensors(p);
+    fill_inputs(a, p, 5);
+    fill_inputs(b, p, 5);
+    fill_inputs(c, p, 6);
+    const Tensor& src = a.at(Arg::src);
+    EXPECT_EQ(std::memcmp(src.data(), b.at(Arg::src).data(), src.bytes()), 0) << name(dt);
+    EXPECT_NE(std::memcmp(src.data(), c.at(Arg::src).data(), src.bytes()), 0) << name(dt);
+    int nonzero = 0;
+    for (int64_t i = 0; i < src.elements(); ++i)
+      nonzero += src.load(i) != 0.0;
+    EXPECT_GT(nonzero, src.elements() * 9 / 10) << name(dt);
+    Tensor& dst = a.at(Arg::dst);
+    poison(dst);
+    EXPECT_TRUE(is_poison(dst, 0));
+    dst.store(0, 0.0);
+    EXPECT_FALSE(is_poison(dst, 0));
+  }
+}
+
+TEST(Registry, IdsAreCheckedAndTheRefBackendCoversEveryOp) {
+  Registry r;
+  auto make = [] { return std::unique_ptr<Kernel>(); };
+  EXPECT_THROW(r.add({"dense.ref", Device::cpu, "", ""}, make), Error);
+  EXPECT_THROW(r.add({"dense..x", Device::cpu, "", ""}, make), Error);
+  EXPECT_THROW(r.add({"dense.a.b.c", Device::cpu, "", ""}, make), Error);
+  EXPECT_THROW(r.add({"matmul.ref.x", Device::cpu, "", ""}, make), Error);
+  r.add({"conv2d.mine.v1", Device::cpu, "", ""}, make);
+  EXPECT_THROW(r.add({"conv2d.mine.v1", Device::cpu, "", ""}, make), Error);
+  EXPECT_EQ(r.kernels()[0].op_name(), "conv2d");
+  EXPECT_EQ(r.kernels()[0].backend(), "mine");
+  for (Op op : kAllOps)
+    EXPECT_EQ(oracle(op).op_name(), name(op));
+}
+
+}  // namespace
+}  // namespace lb

@@ -1,0 +1,50 @@
+// Verification: run a kernel and the reference on the same seeded inputs and compare.
+//
+// Outputs are poisoned (a NaN pattern) before each run; an element still holding the
+// poison was never written, and any NaN or Inf is a failure. The error of element i
+// is |got - ref| / (|ref| + rms(ref)): relative where the output is large, absolute on
+// the output's own scale where it is near zero (where ReLU clips, say). It must not
+// exceed tolerance(p). A reference output that is mostly zeros proves little: the
+// verdict is then "mistrusted" rather than "passed".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/registry.h"
+
+namespace lb {
+
+enum class Status { passed, failed, skipped, mistrusted };
+std::string_view name(Status s);
+
+struct Verdict {
+  Status status = Status::passed;
+  std::string reason;  // one line: why it failed / was skipped / is mistrusted; the error if passed
+  double max_error = 0.0;
+  double tolerance = 0.0;
+  std::string repro;  // a command that reproduces the check, for every verdict but skipped
+};
+
+// The number of products summed into one output value, the length over which rounding
+// errors accumulate (LSTM: per gate, times steps and layers, which carry the error on).
+int64_t accumulation_length(const Problem& p);
+
+// The largest error allowed for p: a function of op, dtype and accumulation length.
+double tolerance(const Problem& p);
+
+// More than this share of exact zeros in the reference output makes a pass "mistrusted".
+inline constexpr double kMistrustZeroFraction = 0.8;
+
+// Compares one output tensor against the reference's (same shape).
+Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Tensor& expect);
+
+// Full check of one kernel on one problem. Never throws: a kernel that throws fails.
+Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx = {});
+
+// The reference kernel (backend "ref") for an op.
+const KernelEntry& oracle(Op op);
+
+std::string repro_line(const KernelEntry& k, const Problem& p, uint64_t seed);
+
+}  // namespace lb

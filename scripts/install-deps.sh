@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package layerbench needs, and only what is missing: a second
+# run changes nothing and exits 0. The CUDA toolkit (nvcc, cuBLAS, cuDNN) is not a
+# Debian package; CMake looks for it in /usr/local/cuda and builds without it.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++         # the build
+  libgtest-dev libbenchmark-dev # GoogleTest, Google Benchmark
+  libdnnl-dev libeigen3-dev     # the oneDNN and Eigen backends (oneDNN 2.6, Eigen 3.4)
+  ocl-icd-opencl-dev            # Debian's oneDNN is built with OpenCL; its CMake config needs it
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
