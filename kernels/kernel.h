@@ -38,14 +38,22 @@ class Kernel {
   virtual void finish(TensorSet& ts) { (void)ts; }
   // Frees what prepare() acquired; the kernel may be prepared again afterwards.
   virtual void release() {}
+
+  // After prepare(): what the library chose (implementation, algorithm), for the
+  // results; empty when there is no choice to report.
+  virtual std::string details() const { return {}; }
+  // After prepare(): bytes the kernel itself holds beyond the tensors it was given —
+  // scratchpad or workspace, packed or reordered copies — on its own device.
+  virtual size_t scratch_bytes() const { return 0; }
 };
 
 // A kernel's identity and description, given once at registration.
 struct KernelInfo {
   std::string id;  // <op>.<backend>.<variant>, e.g. "dense.ref.loops"
   Device device = Device::cpu;
-  std::string idea;          // one line on how it computes
-  std::string accumulation;  // e.g. "f64", "f32", "s32"
+  std::string idea;            // one line on how it computes
+  std::string accumulation;    // e.g. "f64", "f32", "s32"
+  bool multithreaded = false;  // CPU: honours Context::threads > 1
 };
 
 }  // namespace lb
