@@ -6,6 +6,11 @@
 // the output's own scale where it is near zero (where ReLU clips, say). It must not
 // exceed tolerance(p). A reference output that is mostly zeros proves little: the
 // verdict is then "mistrusted" rather than "passed".
+//
+// Big problems are checked on a sample of the batch: the reference runs on a few batch
+// samples (first, last and evenly spread between; every sample is independent in all
+// three ops) so that it costs at most max_reference_macs, and those samples of the
+// kernel's output are compared. The poison and NaN scan always covers every element.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +44,23 @@ inline constexpr double kMistrustZeroFraction = 0.8;
 // Compares one output tensor against the reference's (same shape).
 Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Tensor& expect);
 
-// Full check of one kernel on one problem. Never throws: a kernel that throws fails.
-Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx = {});
+// About a second of the reference's double-precision loops on one core.
+inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
+
+// Checks the outputs a kernel wrote into `got`, whose inputs were filled with `seed`:
+// inputs untouched, every output written and finite, values within tolerance of the
+// reference (on a sample of the batch, see above; 0 = the whole batch).
+Verdict verify_outputs(const Problem& p, const TensorSet& got, uint64_t seed,
+                       int64_t max_reference_macs = kDefaultReferenceMacs);
+
+// Full check of one kernel on one problem: fill, prepare, poison, run, finish,
+// verify_outputs. Never throws: a kernel that throws fails.
+Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx = {},
+                     int64_t max_reference_macs = kDefaultReferenceMacs);
+
+// The batch samples verify_outputs compares: all of 0..batch-1 when the reference for
+// the whole batch fits the budget, else a few spread over it.
+std::vector<int64_t> verification_samples(const Problem& p, int64_t max_reference_macs);
 
 // The reference kernel (backend "ref") for an op.
 const KernelEntry& oracle(Op op);

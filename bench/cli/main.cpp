@@ -30,8 +30,9 @@ commands:
   analyze <network | "problem line"> [--batch N] [--dtype D] [--training] [--json]
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
-        [--batch N] [--dtype D,...] [--seed N] [--threads N]
-                                     verify kernels against the reference (default: --suite smoke)
+        [--batch N] [--dtype D,...] [--seed N] [--threads N] [--full]
+                                     verify kernels against the reference (default: --suite smoke;
+                                     big problems on a sample of the batch unless --full)
   help                               this text
 
 Suites are bench/suites/NAME.txt and networks bench/networks/NAME.txt (or a path);
@@ -178,7 +179,7 @@ int cmd_analyze(const std::vector<std::string>& argv) {
 int cmd_check(const std::vector<std::string>& argv) {
   const Args a = parse_args(
       "check", argv,
-      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads"}, {});
+      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads"}, {"full"});
   if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
   const int sources =
       int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
@@ -230,7 +231,7 @@ int cmd_check(const std::vector<std::string>& argv) {
   for (const Problem& p : problems)
     for (const KernelEntry* k : kernels) {
       if (k->op_name() != name(p.op())) continue;
-      const Verdict v = check_kernel(*k, p, seed, ctx);
+      const Verdict v = check_kernel(*k, p, seed, ctx, a.on("full") ? 0 : kDefaultReferenceMacs);
       ++counts[int(v.status)];
       std::printf("%-10s %-24s %s\n           %s\n", std::string(name(v.status)).c_str(), k->info.id.c_str(),
                   print(p).c_str(), v.reason.c_str());

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/common.h"
+#include "kernels/model.h"
 
 namespace lb {
 namespace {
@@ -136,6 +137,23 @@ TEST(Verify, UnsupportedIsSkippedWithTheReason) {
   EXPECT_EQ(v.reason, "flawed: no f8");
   const Verdict wrong_op = check_kernel(flawed(Flaw::none, Op::conv2d), kDense, 1);
   EXPECT_EQ(wrong_op.status, Status::skipped);
+}
+
+TEST(Verify, BigProblemsAreCheckedOnSpreadBatchSamples) {
+  const Problem p = parse_problem("dense mb=100 ic=64 oc=8");
+  const int64_t budget = 64 * 8 * 5;  // the reference may compute five rows
+  EXPECT_EQ(verification_samples(p, budget), (std::vector<int64_t>{0, 24, 49, 74, 99}));
+  EXPECT_EQ(verification_samples(p, 0).size(), 100u);
+  EXPECT_EQ(verification_samples(p, 1).size(), 1u);
+  const Verdict ok = check_kernel(flawed(Flaw::none), p, 1, {}, budget);
+  EXPECT_EQ(ok.status, Status::passed);
+  EXPECT_NE(ok.reason.find("(5 of 100 batch samples)"), std::string::npos) << ok.reason;
+  // The last row is always sampled; unwritten elements are found in every row.
+  EXPECT_EQ(check_kernel(flawed(Flaw::nudge), p, 1, {}, budget).status, Status::failed);
+  EXPECT_EQ(check_kernel(flawed(Flaw::skip_last), p, 1, {}, budget).status, Status::failed);
+  const Problem lstm = parse_problem("lstm mb=9 t=3 ic=4 hc=5 l=2");
+  const Verdict l = check_kernel(flawed(Flaw::nudge, Op::lstm), lstm, 1, {}, model(lstm).macs / 9 * 2);
+  EXPECT_EQ(l.status, Status::failed) << l.reason;
 }
 
 TEST(Verify, MostlyZeroReferenceIsMistrusted) {
