@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++         # the build
   libgtest-dev libbenchmark-dev # GoogleTest, Google Benchmark
+  nlohmann-json3-dev            # results files
+  python3                       # result checks and reports
   libdnnl-dev libeigen3-dev     # the oneDNN and Eigen backends (oneDNN 2.6, Eigen 3.4)
   ocl-icd-opencl-dev            # Debian's oneDNN is built with OpenCL; its CMake config needs it
 )

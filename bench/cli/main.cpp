@@ -12,6 +12,7 @@
 
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
+#include "bench/harness/run.h"
 #include "kernels/common.h"
 #include "kernels/data.h"
 #include "kernels/model.h"
@@ -34,7 +35,9 @@ commands:
                                      verify kernels against the reference (default: --suite smoke;
                                      big problems on a sample of the batch unless --full)
   help                               this text
+)";
 
+const char* kUsageFooter = R"(
 Suites are bench/suites/NAME.txt and networks bench/networks/NAME.txt (or a path);
 LAYERBENCH_DATA points at another bench/ folder.
 )";
@@ -249,7 +252,7 @@ int cmd_check(const std::vector<std::string>& argv) {
 int main(int argc, char** argv) {
   using namespace lb::cli;
   if (argc < 2) {
-    std::fputs("layerbench: expected a command: list, analyze, check or help\n", stderr);
+    std::fputs("layerbench: expected a command: list, analyze, check, run, merge or help\n", stderr);
     return 2;
   }
   const std::string command = argv[1];
@@ -257,12 +260,16 @@ int main(int argc, char** argv) {
   try {
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
+      std::fputs(lb::bench::kRunUsage, stdout);
+      std::fputs(kUsageFooter, stdout);
       return 0;
     }
     if (command == "list") return cmd_list(rest);
     if (command == "analyze") return cmd_analyze(rest);
     if (command == "check") return cmd_check(rest);
-    throw lb::Error("unknown command '" + command + "' (expected list, analyze, check or help)");
+    if (command == "run") return lb::bench::run_command(rest);
+    if (command == "merge") return lb::bench::merge_command(rest);
+    throw lb::Error("unknown command '" + command + "' (expected list, analyze, check, run, merge or help)");
   } catch (const lb::Error& e) {
     std::fprintf(stderr, "layerbench: %s\n", e.what());
     return 2;

@@ -1,0 +1,38 @@
+// The machine's peak arithmetic rates, measured, not taken from a data sheet: loops of
+// independent AVX-512 (else AVX2) FMA, bf16 dot-product (vdpbf16ps) and int8
+// dot-product (vpdpbusd) instructions on 1..N threads. Measured once per machine and
+// thread count and cached (see peaks_cache_path()); "% of peak" divides by these.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/dtype.h"
+
+namespace lb::bench {
+
+struct Peak {
+  std::string kind;  // "f32_fma", "bf16_dot", "i8_dot"
+  int threads = 1;
+  double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
+  std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
+};
+
+class Peaks {
+ public:
+  // Loads the cache or measures what is missing for these thread counts (and saves).
+  static Peaks for_threads(const std::vector<int>& threads, bool remeasure);
+  // The peak for a case of this dtype on this many threads; nullptr when none applies
+  // (tf32, f16 and f8 have no CPU peak loop).
+  const Peak* find(DType dt, int threads) const;
+  const std::vector<Peak>& all() const { return peaks_; }
+  const std::string& cache_path() const { return path_; }
+
+ private:
+  std::vector<Peak> peaks_;
+  std::string path_;
+};
+
+std::string peaks_cache_path();  // $LAYERBENCH_PEAKS, else ~/.cache/layerbench/peaks-<host>.json
+
+}  // namespace lb::bench

@@ -1,0 +1,85 @@
+#include "bench/harness/probes.h"
+
+#include <time.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace lb::bench {
+namespace {
+
+// A "Key:   123 kB" line of a /proc file, in bytes; 0 if absent.
+size_t proc_kb(const char* path, const char* key) {
+  std::ifstream in(path);
+  const size_t n = std::strlen(key);
+  for (std::string line; std::getline(in, line);)
+    if (line.compare(0, n, key) == 0 && line.size() > n && line[n] == ':')
+      return size_t(std::stoull(line.substr(n + 1))) * 1024;
+  return 0;
+}
+
+}  // namespace
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+size_t rss_bytes() {
+  return proc_kb("/proc/self/status", "VmRSS");
+}
+size_t rss_peak_bytes() {
+  return proc_kb("/proc/self/status", "VmHWM");
+}
+
+bool reset_rss_peak() {
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+size_t available_bytes() {
+  return proc_kb("/proc/meminfo", "MemAvailable");
+}
+
+void CpuSampler::start() {
+  stop();
+  peak_ = 0;
+  start_wall_ = wall_seconds();
+  start_cpu_ = process_cpu_seconds();
+  running_ = true;
+  thread_ = std::thread([this] {
+    double wall = start_wall_, cpu = start_cpu_;
+    while (running_) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval_));
+      const double w = wall_seconds(), c = process_cpu_seconds();
+      if (w > wall) {
+        const double util = 100.0 * (c - cpu) / (w - wall);
+        if (util > peak_) peak_ = util;
+      }
+      wall = w;
+      cpu = c;
+    }
+  });
+}
+
+void CpuSampler::stop() {
+  if (!running_) return;
+  const double w = wall_seconds(), c = process_cpu_seconds();
+  running_ = false;
+  thread_.join();
+  average_ = w > start_wall_ ? 100.0 * (c - start_cpu_) / (w - start_wall_) : 0.0;
+  // A loop shorter than one interval has no interval of its own: its peak is its average.
+  if (peak_ < average_) peak_ = average_;
+}
+
+}  // namespace lb::bench

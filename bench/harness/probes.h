@@ -1,0 +1,46 @@
+// Probes of this process and machine, read from Linux: CPU time, resident memory and
+// its high-water mark, available memory, and a side thread that samples CPU
+// utilisation so a run reports its peak as well as its average.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <thread>
+
+namespace lb::bench {
+
+double wall_seconds();         // steady clock
+double process_cpu_seconds();  // all threads of this process, user + system
+
+// Resident set size now, and its high-water mark since the last reset (VmRSS, VmHWM).
+size_t rss_bytes();
+size_t rss_peak_bytes();
+// Resets the high-water mark to the current RSS (writes 5 to /proc/self/clear_refs);
+// false where the kernel does not allow it, and then peaks are since process start.
+bool reset_rss_peak();
+
+// MemAvailable from /proc/meminfo: what can be allocated without swapping.
+size_t available_bytes();
+
+// CPU utilisation as top shows it (100 = one core busy), averaged between start()
+// and stop(), and the highest value seen over any sampling interval in between.
+class CpuSampler {
+ public:
+  explicit CpuSampler(double interval_seconds = 0.01) : interval_(interval_seconds) {}
+  ~CpuSampler() { stop(); }
+  void start();
+  void stop();
+  double average() const { return average_; }
+  double peak() const { return peak_; }
+
+ private:
+  double interval_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  double start_wall_ = 0, start_cpu_ = 0;
+  double average_ = 0;
+  std::atomic<double> peak_{0};
+};
+
+}  // namespace lb::bench

@@ -1,0 +1,13 @@
+// layerbench run / layerbench merge.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lb::bench {
+
+int run_command(const std::vector<std::string>& argv);
+int merge_command(const std::vector<std::string>& argv);
+extern const char* const kRunUsage;
+
+}  // namespace lb::bench

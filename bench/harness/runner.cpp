@@ -1,0 +1,197 @@
+#include "bench/harness/runner.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "bench/harness/probes.h"
+#include "kernels/model.h"
+#include "kernels/verify.h"
+
+namespace lb::bench {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", bytes / kGiB);
+  return buf;
+}
+
+// The last level cache's size, for cold runs: touching twice as much evicts it.
+size_t last_level_cache_bytes() {
+  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
+    if (long v = sysconf(name); v > 0) return size_t(v);
+  return size_t(64) << 20;
+}
+
+// The case whose set-up is alive; Google Benchmark runs cases one after another.
+struct Active {
+  const Case* c = nullptr;
+  std::string error;  // non-empty: every call reports this error
+  TensorSet ts;
+  std::unique_ptr<Kernel> kernel;
+  Model model;
+  size_t baseline_rss = 0, setup_peak_rss = 0;
+  double flush_bytes = 0;
+  std::vector<char> flush;
+};
+
+Active& active() {
+  static Active a;
+  return a;
+}
+
+}  // namespace
+
+void release_active_case() {
+  Active& a = active();
+  if (a.kernel) a.kernel->release();
+  a = Active{};
+}
+
+namespace {
+
+void set_up(const Case& c, const RunOptions& o) {
+  release_active_case();
+  Active& a = active();
+  a.c = &c;
+  CaseNotes& notes = case_notes()[c.name];
+  a.model = model(c.problem);
+  // Our tensors, plus a pristine copy of the inputs for verification.
+  const double needed = a.model.inference_bytes + a.model.param_bytes + a.model.src_bytes;
+  const double available = double(available_bytes());
+  if (available > 0 && needed > available) {
+    a.error = "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";
+    notes = {"out_of_memory", "", a.error};
+    return;
+  }
+  if (c.cold) a.flush.assign(2 * last_level_cache_bytes(), 1);
+  try {
+    reset_rss_peak();
+    a.baseline_rss = rss_bytes();
+    a.ts = make_tensors(c.problem);
+    fill_inputs(a.ts, c.problem, o.seed);
+    a.kernel = c.kernel->make();
+    a.kernel->prepare(c.problem, a.ts, Context{c.threads});
+    for (Arg arg : output_args(c.problem))
+      poison(a.ts.at(arg));
+    a.kernel->run(a.ts);
+    a.kernel->finish(a.ts);
+    a.setup_peak_rss = rss_peak_bytes();
+    notes.details = a.kernel->details();
+    const Verdict v = verify_outputs(c.problem, a.ts, o.seed, o.max_reference_macs);
+    notes.reason = v.reason;
+    if (v.status == Status::failed) {
+      a.error = "failed: " + v.reason + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
+      notes.status = "failed";
+      return;
+    }
+    notes.status = std::string(name(v.status));
+  } catch (const std::bad_alloc&) {
+    a.error = "out of memory: allocation failed (the model needs " + gib(needed) + " GiB, " +
+              gib(double(available_bytes())) + " GiB available)";
+    notes = {"out_of_memory", "", a.error};
+  } catch (const std::exception& e) {
+    a.error =
+        std::string("failed: threw: ") + e.what() + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
+    notes = {"failed", "", a.error};
+  }
+  if (!a.error.empty()) {
+    if (a.kernel) a.kernel->release();
+    a.kernel.reset();
+    a.ts = TensorSet{};
+  }
+}
+
+void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
+  if (!c.unsupported.empty()) {
+    case_notes()[c.name] = {"unsupported", "", c.unsupported};
+    state.SkipWithError(("unsupported: " + c.unsupported).c_str());
+    return;
+  }
+  Active& a = active();
+  if (a.c != &c) set_up(c, o);
+  state.SetLabel(print(c.problem));
+  if (!a.error.empty()) {
+    state.SkipWithError(a.error.c_str());
+    return;
+  }
+  const CaseNotes& notes = case_notes()[c.name];
+
+  CpuSampler sampler;
+  reset_rss_peak();
+  double total = 0;
+  sampler.start();
+  try {
+    for (auto _ : state) {
+      if (c.cold)  // evict the caches outside the timed region
+        for (size_t i = 0; i < a.flush.size(); i += 64)
+          a.flush[i] = char(a.flush[i] + 1);
+      const double t0 = wall_seconds();
+      a.kernel->run(a.ts);
+      const double dt = wall_seconds() - t0;
+      state.SetIterationTime(dt);
+      total += dt;
+    }
+  } catch (const std::exception& e) {
+    sampler.stop();
+    a.error = std::string("failed: threw while timed: ") + e.what();
+    case_notes()[c.name] = {"failed", "", a.error};
+    state.SkipWithError(a.error.c_str());
+    return;
+  }
+  sampler.stop();
+  const size_t peak_rss = std::max(a.setup_peak_rss, rss_peak_bytes());
+
+  const double seconds = total / double(state.iterations());
+  const Model& m = a.model;
+  auto& k = state.counters;
+  k["lb_flop_per_s"] = m.flops / seconds;
+  k["lb_bytes_per_s"] = m.min_bytes / seconds;
+  if (o.peaks)
+    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads))
+      k["lb_pct_peak"] = 100.0 * m.flops / seconds / peak->ops_per_second;
+  k["lb_cpu_util_avg"] = sampler.average();
+  k["lb_cpu_util_peak"] = sampler.peak();
+  k["lb_host_peak_bytes"] = double(peak_rss > a.baseline_rss ? peak_rss - a.baseline_rss : 0);
+  k["lb_tensor_bytes"] = double(a.ts.bytes());
+  k["lb_scratch_bytes"] = double(a.kernel->scratch_bytes());
+  k["lb_pred_param_bytes"] = m.param_bytes;
+  k["lb_pred_act_bytes"] = m.src_bytes + m.dst_bytes + m.relu_bytes;
+  k["lb_pred_macs"] = double(m.macs);
+  k["lb_mistrusted"] = notes.status == "mistrusted" ? 1 : 0;
+  k["lb_batch"] = double(c.problem.batch());
+}
+
+}  // namespace
+
+std::map<std::string, CaseNotes>& case_notes() {
+  static std::map<std::string, CaseNotes> notes;
+  return notes;
+}
+
+void register_cases(const std::vector<Case>& cases, const RunOptions& options) {
+  for (const Case& c : cases)
+    benchmark::RegisterBenchmark(c.name.c_str(),
+                                 [&c, options](benchmark::State& s) { run_case(s, c, options); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+}
+
+void PeakMemoryManager::Start() {
+  reset_rss_peak();
+}
+
+void PeakMemoryManager::Stop(Result& result) {
+  const Active& a = active();
+  const size_t peak = std::max(a.setup_peak_rss, rss_peak_bytes());
+  result.max_bytes_used = int64_t(peak > a.baseline_rss ? peak - a.baseline_rss : 0);
+  if (a.c) case_notes()[a.c->name].max_bytes_used = double(result.max_bytes_used);
+}
+
+}  // namespace lb::bench

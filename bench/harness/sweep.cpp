@@ -1,0 +1,101 @@
+#include "bench/harness/sweep.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kernels/common.h"
+#include "kernels/data.h"
+
+namespace lb::bench {
+
+std::string problem_name(const Problem& p, bool cold) {
+  std::string n = p.name.empty() ? short_name(p) : p.name + "-mb" + std::to_string(p.batch());
+  if (p.relu != Relu::none) n += "-relu_" + std::string(name(p.relu));
+  if (cold) n += "-cold";
+  return n;
+}
+
+std::vector<Case> expand(const SweepSpec& spec) {
+  const Registry& reg = registry();
+  const std::vector<std::string> built = reg.backends();
+  for (const auto& b : spec.backends)
+    if (std::find(built.begin(), built.end(), b) == built.end()) {
+      std::string list;
+      for (const auto& x : built)
+        list += " " + x;
+      throw Error("unknown backend '" + b + "' (built in:" + list + ")");
+    }
+  for (const auto& k : spec.kernels)
+    if (!reg.find(k)) throw Error("unknown kernel '" + k + "' (see layerbench list)");
+  if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards)
+    throw Error("--shard " + std::to_string(spec.shard) + "/" + std::to_string(spec.shards) +
+                ": expected i/n with 0 <= i < n");
+
+  // Problems, each source in the order given. A suite's or a line's --batch replaces its
+  // mb; a network is loaded at batch 1 and --batch scales each layer's mb (a sequence
+  // projection has T rows per sample).
+  struct Source {
+    Problem p;
+    bool per_sample;
+  };
+  std::vector<Source> base;
+  for (const auto& s : spec.suites)
+    for (Problem& p : load_suite(s))
+      base.push_back({std::move(p), false});
+  for (const auto& n : spec.networks)
+    for (Problem& p : problems(load_network(n, 1, DType::f32)))
+      base.push_back({std::move(p), true});
+  for (const auto& line : spec.problems)
+    base.push_back({parse_problem(line), false});
+  if (spec.suites.empty() && spec.networks.empty() && spec.problems.empty())
+    for (Problem& p : load_suite("smoke"))
+      base.push_back({std::move(p), false});
+
+  std::vector<Problem> problems;
+  for (const auto& [b, per_sample] : base) {
+    const std::vector<int64_t> batches = spec.batches.empty() ? std::vector<int64_t>{0} : spec.batches;
+    const std::vector<DType> dtypes = spec.dtypes.empty() ? std::vector<DType>{b.dt} : spec.dtypes;
+    const std::vector<Relu> relus = spec.relus.empty() ? std::vector<Relu>{b.relu} : spec.relus;
+    for (int64_t mb : batches)
+      for (DType dt : dtypes)
+        for (Relu relu : relus) {
+          Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
+          p.dt = dt;
+          p.relu = relu;
+          problems.push_back(std::move(p));
+        }
+  }
+
+  std::vector<Case> cases;
+  std::set<std::string> reported;  // unsupported pairs are listed once, whatever the batch or threads
+  for (const Problem& p : problems)
+    for (const KernelEntry& k : reg.kernels()) {
+      if (k.op_name() != name(p.op())) continue;
+      const std::string backend(k.backend());
+      if (spec.backends.empty()
+              ? (backend == "ref" && spec.kernels.empty())
+              : std::find(spec.backends.begin(), spec.backends.end(), backend) == spec.backends.end())
+        continue;
+      if (!spec.kernels.empty() &&
+          std::find(spec.kernels.begin(), spec.kernels.end(), k.info.id) == spec.kernels.end())
+        continue;
+      const std::string why = k.supports(p);
+      for (int t : spec.threads) {
+        if (t > 1 && !(k.info.multithreaded && k.info.device == Device::cpu)) continue;
+        Case c{&k, p, t, spec.cold, {}, why};
+        c.name = k.info.id + "/" + std::string(name(p.dt)) + "/" + problem_name(p, spec.cold) +
+                 "/threads:" + std::to_string(t);
+        if (!why.empty()) {
+          Problem any_batch = with_batch(p, 1);
+          if (!reported.insert(k.info.id + "|" + print(any_batch)).second) continue;
+        }
+        cases.push_back(std::move(c));
+      }
+    }
+  std::vector<Case> mine;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (int(i % size_t(spec.shards)) == spec.shard) mine.push_back(std::move(cases[i]));
+  return mine;
+}
+
+}  // namespace lb::bench

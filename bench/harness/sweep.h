@@ -1,0 +1,39 @@
+// A sweep: the cases of one run, expanded from problem sources × axes × kernels, in a
+// deterministic order (so --shard and --resume agree between machines and runs).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/registry.h"
+
+namespace lb::bench {
+
+struct SweepSpec {
+  std::vector<std::string> suites, networks, problems;  // sources; none given: the smoke suite
+  std::vector<int64_t> batches;                         // empty: each problem's own
+  std::vector<DType> dtypes;                            // empty: each problem's own
+  std::vector<Relu> relus;                              // empty: each problem's own
+  std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
+  std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
+  bool cold = false;                                    // flush caches between timed iterations
+  int shard = 0, shards = 1;                            // run cases with index % shards == shard
+};
+
+struct Case {
+  const KernelEntry* kernel = nullptr;
+  Problem problem;
+  int threads = 1;
+  bool cold = false;
+  std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N
+  std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
+};
+
+// Throws lb::Error (one line) on an unknown suite, network, backend, kernel or a bad value.
+std::vector<Case> expand(const SweepSpec& spec);
+
+// The problem part of a benchmark name: the layer name with its batch, or the shape,
+// then the ReLU mode unless none and "-cold" for cold-cache cases.
+std::string problem_name(const Problem& p, bool cold);
+
+}  // namespace lb::bench

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""ctest -L bench: a quick sweep of the smoke suite over every backend built, then checks
+of the results it wrote, resume, shards and merge, an out-of-memory case and bad input.
+
+usage: bench_test.py path/to/layerbench
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+LB = sys.argv[1]
+QUICK = ["--benchmark_min_time=0.002", "--benchmark_repetitions=2"]
+failures = []
+
+
+def run(*args, expect=0):
+    p = subprocess.run([LB, *args], capture_output=True, text=True)
+    if p.returncode != expect:
+        failures.append(f"{' '.join(args)}: exit {p.returncode}, expected {expect}\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return p
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+
+def listed(*args):
+    cases = {}
+    for line in run("run", "--list", *args).stdout.splitlines():
+        name, _, reason = line.partition("  unsupported: ")
+        cases[name] = reason
+    return cases
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "smoke.json")
+    sweep = ["--suite", "smoke", "--backend", "all", "--threads", "1,2", "--dtype", "f32,bf16,i8"]
+    expected = listed(*sweep)
+    check(len(expected) > 0, "the smoke sweep lists no cases")
+    run("run", *sweep, *QUICK, "--out", out)
+
+    results = load(out)
+    ctx = results["context"]
+    for key in ("layerbench_cpu_model", "layerbench_cpu_isa", "layerbench_git_commit", "layerbench_compiler",
+                "layerbench_peak_f32_fma_threads1"):
+        check(key in ctx, f"context lacks {key}")
+    runs = results["benchmarks"]
+    seen = {r["lb_case"] for r in runs}
+    check(seen == set(expected), f"cases missing: {sorted(set(expected) - seen)[:5]}, unexpected: {sorted(seen - set(expected))[:5]}")
+    for r in runs:
+        name = r["lb_case"]
+        if r.get("error_occurred"):
+            check(r["lb_status"] == "unsupported" and expected.get(name),
+                  f"{name}: error entry that is not a declared unsupported case: {r.get('error_message')}")
+            continue
+        check(r["lb_status"] in ("passed", "mistrusted"), f"{name}: status {r['lb_status']}")
+        if r["run_type"] != "iteration":
+            continue
+        for key in ("lb_flop_per_s", "lb_cpu_util_avg", "lb_cpu_util_peak", "lb_host_peak_bytes", "lb_tensor_bytes",
+                    "lb_pred_macs", "lb_pred_param_bytes", "lb_pred_act_bytes", "real_time", "max_bytes_used"):
+            check(key in r, f"{name}: no {key}")
+        for key, value in r.items():
+            if key.startswith("lb_") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                check(math.isfinite(value) and value >= 0, f"{name}: {key} = {value}")
+        if r["threads"] == 1 and "threads:1" in name and r["real_time"] > 0:
+            check(r["lb_pred_macs"] > 0, f"{name}: no MACs")
+    # One line per run plus the context line, as the cases finished.
+    with open(out + "l") as f:
+        lines = [json.loads(l) for l in f]
+    check(len(lines) == len(runs) + 1, f"jsonl has {len(lines)} lines for {len(runs)} runs")
+
+    # CPU utilisation of single-threaded cases reads as one busy core.
+    for r in runs:
+        if r.get("run_type") == "iteration" and not r.get("error_occurred") and r["lb_case"].endswith("threads:1") \
+                and r["real_time"] * r["iterations"] > 2000:  # at least 2 ms of timed work (us)
+            check(80 <= r["lb_cpu_util_avg"] <= 120, f"{r['lb_case']}: cpu_util {r['lb_cpu_util_avg']:.0f}")
+
+    # --resume finds everything done and keeps it.
+    p = run("run", *sweep, *QUICK, "--out", out, "--resume")
+    check(f"{len(set(expected))} cases already" in p.stderr and "0 to run" in p.stderr, f"resume said: {p.stderr[:300]}")
+    check({r["lb_case"] for r in load(out)["benchmarks"]} == set(expected), "resume lost cases")
+
+    # Shards split the cases disjointly and merge back into one file.
+    small = ["--problem", "dense mb=2 ic=8 oc=4", "--backend", "all", "--dtype", "f32,bf16", "--relu", "all"]
+    whole = listed(*small)
+    parts = [listed(*small, "--shard", f"{i}/3") for i in range(3)]
+    check(sorted(n for p in parts for n in p) == sorted(whole), "shards do not partition the cases")
+    shard_files = []
+    for i in range(3):
+        f = os.path.join(tmp, f"shard{i}.json")
+        run("run", *small, *QUICK, "--shard", f"{i}/3", "--out", f)
+        shard_files.append(f)
+    merged = os.path.join(tmp, "merged.json")
+    run("merge", merged, shard_files[0], shard_files[1], shard_files[2] + "l")
+    check({r["lb_case"] for r in load(merged)["benchmarks"]} == set(whole), "merge lost cases")
+
+    # A case that cannot fit is an error entry with the numbers, and the sweep goes on.
+    suite = os.path.join(tmp, "oom.txt")
+    with open(suite, "w") as f:
+        f.write("dense mb=4194304 ic=4096 oc=4096 name=huge\ndense mb=2 ic=8 oc=4 name=small\n")
+    oom = os.path.join(tmp, "oom.json")
+    run("run", "--suite", suite, "--backend", "ref", *QUICK, "--out", oom)
+    by_case = {r["lb_case"]: r for r in load(oom)["benchmarks"]}
+    huge = by_case.get("dense.ref.naive/f32/huge-mb4194304/threads:1", {})
+    check(huge.get("error_occurred") and huge.get("error_message", "").startswith("out of memory: needs ")
+          and "GiB available" in huge.get("error_message", ""), f"huge case: {huge.get('error_message')}")
+    check(by_case.get("dense.ref.naive/f32/small-mb2/threads:1", {}).get("lb_status") == "passed",
+          "the sweep did not go on after the out-of-memory case")
+
+    # Bad input: one line, exit 2.
+    for args, text in ((["--suite", "nope"], "unknown suite 'nope'"), (["--backend", "tpu"], "unknown backend 'tpu'"),
+                       (["--dtype", "f33"], "dtype 'f33'"), (["--shard", "3/2"], "--shard 3/2")):
+        p = run("run", *args, expect=2)
+        check(text in p.stderr and p.stderr.count("\n") == 1 and p.stdout == "", f"{args}: {p.stderr!r}")
+
+for f in failures:
+    print("FAIL:", f)
+print(f"bench: {0 if failures else 1} passed, {1 if failures else 0} failed")
+sys.exit(1 if failures else 0)
