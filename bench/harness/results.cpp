@@ -170,8 +170,12 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
   json_.ReportRuns(runs);
   std::string text = json_text_.str().substr(consumed_);
   consumed_ = json_text_.str().size();
-  if (text.rfind(",", 0) == 0) text.erase(0, 1);
-  Json batch = Json::parse("[" + json_numbers(text) + "]");
+  // The new run objects, separated (and after the first call, preceded) by commas.
+  text = json_numbers(std::move(text));
+  text[0] = text[0] == ',' ? '[' : text[0];
+  if (text[0] != '[') text.insert(text.begin(), '[');
+  text += ']';
+  Json batch = Json::parse(text);
 
   // Google Benchmark reports a case's repetitions in one call and their aggregates in
   // the next; the coefficient of variation of the repetitions' times marks noise.

@@ -41,6 +41,14 @@ std::vector<T> list_of(const cli::Args& a, const std::string& flag, F parse) {
   return out;
 }
 
+// Google Benchmark 1.7 deprecates its CSV reporter but still offers it; so do we.
+std::unique_ptr<benchmark::BenchmarkReporter> csv_reporter() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  return std::make_unique<benchmark::CSVReporter>();
+#pragma GCC diagnostic pop
+}
+
 int64_t positive(const std::string& flag, const std::string& s) {
   try {
     size_t used = 0;
@@ -174,7 +182,7 @@ int run_command(const std::vector<std::string>& argv) {
       if (format == "json")
         display = std::make_unique<benchmark::JSONReporter>();
       else if (format == "csv")
-        display = std::make_unique<benchmark::CSVReporter>();
+        display = csv_reporter();
       else
         display = std::make_unique<benchmark::ConsoleReporter>(isatty(STDOUT_FILENO)
                                                                    ? benchmark::ConsoleReporter::OO_Defaults
