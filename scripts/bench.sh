@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The main job. Until the benchmark harness lands it builds layerbench if needed,
-# verifies every kernel built in on the smoke suite and on the bundled networks'
-# layers, and prints the analytic model of each bundled network.
-#   scripts/bench.sh [--batch N]   (batch for the network checks and analyses; default 1)
+# The main job: builds layerbench if needed and runs the default sweep — the layers of
+# alexnet and mobilenet_v1 and lstm_lm, batch 1, 16 and 64, every dtype each backend
+# supports, every ReLU mode, CPU kernels on 1 thread and on all cores, GPU backends
+# when a GPU is present — into results/runs/<date>_<host>_<device>.json (+ .jsonl as
+# cases finish). Extra arguments go to `layerbench run` (e.g. --resume --out FILE, or
+# --benchmark_min_time=0.5 for longer timings).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-batch=1
-if [ "${1:-}" = "--batch" ] && [ -n "${2:-}" ]; then batch=$2; fi
+start=$(date +%s)
 
 build=${LB_BUILD_DIR:-build}
 if [ ! -f "$build/build.ninja" ]; then
@@ -14,24 +15,21 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja >/dev/null
 fi
 cmake --build "$build" --parallel "$(nproc)" >/dev/null
-lb="$build/bench/layerbench"
-networks=$(find bench/networks -name '*.txt' -printf '%f\n' | sed 's/\.txt$//' | sort)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 
-"$lb" list
-status=0
-check() {  # prints the summary line, and every failure with its repro line
-  echo "== check $*"
-  "$lb" check "$@" >"$log" || status=1
-  grep -A2 '^failed' "$log" || true
-  tail -n 1 "$log"
-}
-echo
-check --suite smoke
-for net in $networks; do check --network "$net" --batch "$batch"; done
-for net in $networks; do
-  echo
-  "$lb" analyze "$net" --batch "$batch"
+device=cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9_.\n-' '-')
+fi
+out="results/runs/$(date +%Y-%m-%dT%H%M%S)_$(hostname -s)_${device}.json"
+for arg in "$@"; do
+  case $arg in --out | --out=*) out="" ;; esac  # the caller names the file
 done
+
+status=0
+"$build/bench/layerbench" run \
+  --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all \
+  --threads "1,$(nproc)" --verify-macs 30000000 \
+  --benchmark_min_time=0.02 --benchmark_repetitions=2 \
+  ${out:+--out "$out"} "$@" || status=$?
+echo "bench.sh: $(($(date +%s) - start)) s"
 exit $status

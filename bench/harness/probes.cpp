@@ -1,5 +1,6 @@
 #include "bench/harness/probes.h"
 
+#include <malloc.h>
 #include <time.h>
 
 #include <chrono>
@@ -46,6 +47,10 @@ bool reset_rss_peak() {
   const bool ok = std::fputs("5", f) >= 0;
   return std::fclose(f) == 0 && ok;
 }
+
+void use_honest_allocator() { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
+
+void release_free_memory() { malloc_trim(0); }
 
 size_t available_bytes() {
   return proc_kb("/proc/meminfo", "MemAvailable");

@@ -20,6 +20,13 @@ size_t rss_peak_bytes();
 // false where the kernel does not allow it, and then peaks are since process start.
 bool reset_rss_peak();
 
+// Makes resident memory an honest measure of what a case holds: a fixed mmap threshold
+// (glibc otherwise raises it after each free, so later large buffers come from a heap
+// whose freed pages stay resident and are not counted again), and a trim of free heap
+// pages before each case's baseline.
+void use_honest_allocator();
+void release_free_memory();
+
 // MemAvailable from /proc/meminfo: what can be allocated without swapping.
 size_t available_bytes();
 

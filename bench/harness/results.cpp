@@ -165,7 +165,8 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
 }
 
 void Reporter::ReportRuns(const std::vector<Run>& runs) {
-  if (runs.empty()) return;
+  // Cases cut short by a signal are not results: --resume runs them again.
+  if (runs.empty() || (runs[0].error_occurred && runs[0].error_message == kInterrupted)) return;
   if (display_) display_->ReportRuns(runs);
   json_.ReportRuns(runs);
   std::string text = json_text_.str().substr(consumed_);

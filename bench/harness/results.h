@@ -42,6 +42,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   // Every run of this session and the previous ones, as JSON objects.
   const std::vector<Json>& runs() const { return runs_; }
   bool any_failed() const { return failed_; }
+  size_t cases_done() const { return done_; }
 
  private:
   void append_line(const Json& j);

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <iostream>
 
 #include "bench/cli/args.h"
 #include "bench/harness/peaks.h"
+#include "bench/harness/probes.h"
 #include "bench/harness/results.h"
 #include "bench/harness/runner.h"
 #include "bench/harness/sweep.h"
@@ -171,6 +173,9 @@ int run_command(const std::vector<std::string>& argv) {
   benchmark::Initialize(&gb_argc, gb_argv.data());
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
 
+  use_honest_allocator();
+  install_interrupt_handlers();
+  warm_up(cases);
   PeakMemoryManager memory;
   benchmark::RegisterMemoryManager(&memory);
   register_cases(cases, options);
@@ -196,6 +201,12 @@ int run_command(const std::vector<std::string>& argv) {
 
   std::cout << "\n" << cpu_gpu_table(reporter.runs());
   if (!out.empty()) std::cout << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
+  if (const int signo = interrupted_by()) {
+    std::fprintf(stderr, "layerbench: interrupted by %s after %zu of %zu cases; finished cases are in %s%s\n",
+                 strsignal(signo), reporter.cases_done(), cases.size(), out.empty() ? "(no --out file)" : out.c_str(),
+                 out.empty() ? "" : "; continue with the same command and --resume");
+    return 128 + signo;
+  }
   return reporter.any_failed() ? 1 : 0;
 }
 

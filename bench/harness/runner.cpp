@@ -1,11 +1,15 @@
 #include "bench/harness/runner.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <set>
 
 #include "bench/harness/probes.h"
 #include "kernels/model.h"
@@ -72,6 +76,7 @@ void set_up(const Case& c, const RunOptions& o) {
   }
   if (c.cold) a.flush.assign(2 * last_level_cache_bytes(), 1);
   try {
+    release_free_memory();
     reset_rss_peak();
     a.baseline_rss = rss_bytes();
     a.ts = make_tensors(c.problem);
@@ -108,7 +113,15 @@ void set_up(const Case& c, const RunOptions& o) {
   }
 }
 
+volatile std::sig_atomic_t g_signal = 0;
+
+void on_signal(int signo) { g_signal = signo; }
+
 void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
+  if (g_signal) {
+    state.SkipWithError(kInterrupted);
+    return;
+  }
   if (!c.unsupported.empty()) {
     case_notes()[c.name] = {"unsupported", "", c.unsupported};
     state.SkipWithError(("unsupported: " + c.unsupported).c_str());
@@ -129,6 +142,11 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
   sampler.start();
   try {
     for (auto _ : state) {
+      if (g_signal) {
+        sampler.stop();
+        state.SkipWithError(kInterrupted);
+        break;
+      }
       if (c.cold)  // evict the caches outside the timed region
         for (size_t i = 0; i < a.flush.size(); i += 64)
           a.flush[i] = char(a.flush[i] + 1);
@@ -145,6 +163,7 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
     state.SkipWithError(a.error.c_str());
     return;
   }
+  if (g_signal) return;
   sampler.stop();
   const size_t peak_rss = std::max(a.setup_peak_rss, rss_peak_bytes());
 
@@ -169,6 +188,38 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
 }
 
 }  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESETHAND;  // a second signal takes the default action
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int interrupted_by() { return g_signal; }
+
+void warm_up(const std::vector<Case>& cases) {
+  std::set<std::string> done;
+  for (const Case& c : cases) {
+    if (!c.unsupported.empty()) continue;
+    const std::string key = c.kernel->info.id + "|" + std::string(name(c.problem.dt)) + "|" + std::to_string(c.threads);
+    if (!done.insert(key).second) continue;
+    try {
+      const Problem small = with_batch(c.problem, 1);
+      TensorSet ts = make_tensors(small);
+      fill_inputs(ts, small, 0);
+      auto kernel = c.kernel->make();
+      kernel->prepare(small, ts, Context{c.threads});
+      kernel->run(ts);
+      kernel->finish(ts);
+      kernel->release();
+    } catch (const std::exception&) {
+      // The case itself will report what went wrong.
+    }
+  }
+}
 
 std::map<std::string, CaseNotes>& case_notes() {
   static std::map<std::string, CaseNotes> notes;

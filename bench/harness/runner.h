@@ -48,6 +48,18 @@ std::map<std::string, CaseNotes>& case_notes();
 // Registers every case with Google Benchmark (manual time, microseconds).
 void register_cases(const std::vector<Case>& cases, const RunOptions& options);
 
+// Runs each distinct (kernel, dtype, threads) of the sweep once at batch 1, untimed and
+// unrecorded, so that one-time start-up (thread pools, JIT code, library state) is not
+// counted in the first case's host peak.
+void warm_up(const std::vector<Case>& cases);
+
+// SIGINT and SIGTERM stop the sweep: the case being timed and every later one end at
+// once as "interrupted" (never written), finished cases stay on disk. A second signal
+// kills the process the usual way.
+void install_interrupt_handlers();
+int interrupted_by();  // the signal, or 0
+inline constexpr const char* kInterrupted = "interrupted";
+
 // Releases the last case's kernel and tensors (call after the run).
 void release_active_case();
 

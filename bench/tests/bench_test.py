@@ -7,9 +7,11 @@ usage: bench_test.py path/to/layerbench
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 LB = sys.argv[1]
 QUICK = ["--benchmark_min_time=0.002", "--benchmark_repetitions=2"]
@@ -115,6 +117,31 @@ with tempfile.TemporaryDirectory() as tmp:
           and "GiB available" in huge.get("error_message", ""), f"huge case: {huge.get('error_message')}")
     check(by_case.get("dense.ref.naive/f32/small-mb2/threads:1", {}).get("lb_status") == "passed",
           "the sweep did not go on after the out-of-memory case")
+
+    # SIGINT mid-sweep: finished cases are on disk in valid JSON, the process says where
+    # and exits non-zero, and --resume runs exactly the rest.
+    slow = ["--suite", "smoke", "--backend", "ref", "--benchmark_min_time=0.05", "--benchmark_repetitions=2"]
+    todo = set(listed(*slow))
+    stopped = os.path.join(tmp, "stopped.json")
+    proc = subprocess.Popen([LB, "run", *slow, "--out", stopped], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        time.sleep(0.05)
+        if os.path.exists(stopped + "l") and sum(1 for _ in open(stopped + "l")) > 8:
+            break
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    check(proc.returncode == 128 + signal.SIGINT, f"SIGINT: exit {proc.returncode}")
+    check("interrupted by" in stderr and stopped in stderr and "--resume" in stderr, f"SIGINT said: {stderr[-300:]}")
+    done = {r["lb_case"] for r in load(stopped)["benchmarks"]}
+    with open(stopped + "l") as f:
+        logged = {json.loads(l).get("lb_case") for l in f} - {None}
+    check(0 < len(done) < len(todo) and done == logged, f"after SIGINT: {len(done)} in json, {len(logged)} logged")
+    check(all(not r.get("error_occurred") for r in load(stopped)["benchmarks"]), "an interrupted case was recorded")
+    p = run("run", *slow, "--out", stopped, "--resume")
+    check(f"{len(done)} cases already" in p.stderr, f"resume after SIGINT said: {p.stderr[:200]}")
+    check({r["lb_case"] for r in load(stopped)["benchmarks"]} == todo, "resume after SIGINT did not finish the sweep")
 
     # Bad input: one line, exit 2.
     for args, text in ((["--suite", "nope"], "unknown suite 'nope'"), (["--backend", "tpu"], "unknown backend 'tpu'"),

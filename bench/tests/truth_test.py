@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""ctest -L bench: the measurements tell the truth, on every optimised CPU backend built.
+
+- host peak of dense f32, batch 256, 4096->4096 is within 10 % of our tensors' bytes
+  plus what the kernel reports holding (scratchpad, reordered weights);
+- relu=separate costs one more output buffer than relu=inplace (output size +-5 %);
+- bf16 parameter bytes are half of f32's;
+- CPU utilisation reads 90-110 for one thread and 180-220 for two.
+Exit 77 (ctest: skipped) when no optimised CPU backend is built.
+
+usage: truth_test.py path/to/layerbench
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LB = sys.argv[1]
+listing = subprocess.run([LB, "list"], capture_output=True, text=True, check=True).stdout
+backends = listing.splitlines()[0].split(":")[1].split()
+kernels = [line.split()[0] for line in listing.splitlines()
+           if line.startswith("dense.") and " cpu " in line and ".ref." not in line]
+threads = [1, 2] if os.cpu_count() >= 2 else [1]
+if not kernels:
+    print("SKIPPED: no optimised CPU dense kernel built (backends: %s)" % " ".join(backends))
+    sys.exit(77)
+
+failures = []
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "truth.json")
+    args = [LB, "run", "--problem", "dense mb=256 ic=4096 oc=4096", "--kernel", ",".join(kernels),
+            "--dtype", "f32,bf16", "--relu", "separate,inplace", "--threads", ",".join(map(str, threads)),
+            "--verify-macs", "50000000", "--out", out,
+            "--benchmark_min_time=0.3", "--benchmark_repetitions=1"]
+    p = subprocess.run(args, capture_output=True, text=True)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    if p.returncode != 0:
+        failures.append(f"layerbench run exited {p.returncode}")
+    with open(out) as f:
+        runs = [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
+
+by = {}
+for r in runs:
+    if r.get("error_occurred"):
+        if r["lb_status"] != "unsupported":
+            failures.append(f"{r['lb_case']}: {r.get('error_message')}")
+        continue
+    kernel, dt, problem, t = r["lb_case"].split("/")
+    by[(kernel, dt, "separate" if "separate" in problem else "inplace", int(t.split(":")[1]))] = r
+
+output_bytes = {"f32": 256 * 4096 * 4, "bf16": 256 * 4096 * 2}
+for (kernel, dt, relu, t), r in sorted(by.items()):
+    held = r["lb_tensor_bytes"] + r["lb_scratch_bytes"]
+    peak = r["lb_host_peak_bytes"]
+    line = (f"{kernel} {dt} relu={relu} threads={t}: host peak {peak / 1e6:.1f} MB, tensors+scratch "
+            f"{held / 1e6:.1f} MB, cpu {r['lb_cpu_util_avg']:.0f}%")
+    print(line)
+    if abs(peak - held) > 0.10 * held:
+        failures.append(line + " (peak not within 10 %)")
+    lo, hi = (90, 110) if t == 1 else (180, 220)
+    if not lo <= r["lb_cpu_util_avg"] <= hi:
+        failures.append(line + f" (cpu utilisation outside {lo}-{hi})")
+    other = by.get((kernel, dt, "inplace", t))
+    if relu == "separate" and other and dt == "f32":
+        diff = r["lb_host_peak_bytes"] - other["lb_host_peak_bytes"]
+        if abs(diff - output_bytes[dt]) > 0.05 * output_bytes[dt]:
+            failures.append(f"{kernel} {dt} threads={t}: separate - inplace = {diff / 1e6:.2f} MB, "
+                            f"expected one output, {output_bytes[dt] / 1e6:.2f} MB")
+    f32 = by.get((kernel, "f32", relu, t))
+    if dt == "bf16" and f32:
+        ratio = r["lb_pred_param_bytes"] / f32["lb_pred_param_bytes"]
+        if abs(ratio - 0.5) > 0.01:
+            failures.append(f"{kernel}: bf16/f32 parameter bytes = {ratio:.3f}")
+
+if not by:
+    failures.append("no case ran")
+for f in failures:
+    print("FAIL:", f)
+print(f"truth: {0 if failures else 1} passed, {1 if failures else 0} failed")
+sys.exit(1 if failures else 0)
