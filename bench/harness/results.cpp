@@ -201,6 +201,7 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
   for (size_t i = 0; i < batch.size(); ++i) {
     Json& j = batch[i];
     j["lb_case"] = case_name;
+    j.update(notes.identity);
     j["lb_status"] = notes.status;
     j["lb_details"] = notes.details;
     j["lb_reason"] = notes.reason;

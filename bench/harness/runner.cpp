@@ -3,9 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -71,7 +70,8 @@ void set_up(const Case& c, const RunOptions& o) {
   const double available = double(available_bytes());
   if (available > 0 && needed > available) {
     a.error = "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";
-    notes = {"out_of_memory", "", a.error};
+    notes.status = "out_of_memory";
+    notes.reason = a.error;
     return;
   }
   if (c.cold) a.flush.assign(2 * last_level_cache_bytes(), 1);
@@ -100,11 +100,13 @@ void set_up(const Case& c, const RunOptions& o) {
   } catch (const std::bad_alloc&) {
     a.error = "out of memory: allocation failed (the model needs " + gib(needed) + " GiB, " +
               gib(double(available_bytes())) + " GiB available)";
-    notes = {"out_of_memory", "", a.error};
+    notes.status = "out_of_memory";
+    notes.reason = a.error;
   } catch (const std::exception& e) {
     a.error =
         std::string("failed: threw: ") + e.what() + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
-    notes = {"failed", "", a.error};
+    notes.status = "failed";
+    notes.reason = a.error;
   }
   if (!a.error.empty()) {
     if (a.kernel) a.kernel->release();
@@ -115,7 +117,9 @@ void set_up(const Case& c, const RunOptions& o) {
 
 volatile std::sig_atomic_t g_signal = 0;
 
-void on_signal(int signo) { g_signal = signo; }
+void on_signal(int signo) {
+  g_signal = signo;
+}
 
 void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
   if (g_signal) {
@@ -123,7 +127,8 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
     return;
   }
   if (!c.unsupported.empty()) {
-    case_notes()[c.name] = {"unsupported", "", c.unsupported};
+    case_notes()[c.name].status = "unsupported";
+    case_notes()[c.name].reason = c.unsupported;
     state.SkipWithError(("unsupported: " + c.unsupported).c_str());
     return;
   }
@@ -159,7 +164,8 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
   } catch (const std::exception& e) {
     sampler.stop();
     a.error = std::string("failed: threw while timed: ") + e.what();
-    case_notes()[c.name] = {"failed", "", a.error};
+    case_notes()[c.name].status = "failed";
+    case_notes()[c.name].reason = a.error;
     state.SkipWithError(a.error.c_str());
     return;
   }
@@ -198,13 +204,16 @@ void install_interrupt_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-int interrupted_by() { return g_signal; }
+int interrupted_by() {
+  return g_signal;
+}
 
 void warm_up(const std::vector<Case>& cases) {
   std::set<std::string> done;
   for (const Case& c : cases) {
     if (!c.unsupported.empty()) continue;
-    const std::string key = c.kernel->info.id + "|" + std::string(name(c.problem.dt)) + "|" + std::to_string(c.threads);
+    const std::string key =
+        c.kernel->info.id + "|" + std::string(name(c.problem.dt)) + "|" + std::to_string(c.threads);
     if (!done.insert(key).second) continue;
     try {
       const Problem small = with_batch(c.problem, 1);
@@ -227,6 +236,20 @@ std::map<std::string, CaseNotes>& case_notes() {
 }
 
 void register_cases(const std::vector<Case>& cases, const RunOptions& options) {
+  for (const Case& c : cases) {
+    const KernelEntry& k = *c.kernel;
+    case_notes()[c.name].identity = {{"lb_kernel", k.info.id},
+                                     {"lb_backend", std::string(k.backend())},
+                                     {"lb_device", name(k.info.device)},
+                                     {"lb_op", std::string(k.op_name())},
+                                     {"lb_type", layer_type(c.problem)},
+                                     {"lb_dtype", name(c.problem.dt)},
+                                     {"lb_relu", name(c.problem.relu)},
+                                     {"lb_problem", print(c.problem)},
+                                     {"lb_layer", c.problem.name},
+                                     {"lb_threads", c.threads},
+                                     {"lb_cache", c.cold ? "cold" : "hot"}};
+  }
   for (const Case& c : cases)
     benchmark::RegisterBenchmark(c.name.c_str(),
                                  [&c, options](benchmark::State& s) { run_case(s, c, options); })

@@ -22,12 +22,15 @@
 #include <benchmark/benchmark.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/harness/peaks.h"
 #include "bench/harness/sweep.h"
 
 namespace lb::bench {
+
+using Json = nlohmann::json;
 
 struct RunOptions {
   uint64_t seed = 1;
@@ -37,7 +40,8 @@ struct RunOptions {
 
 // What a case learnt beyond its counters, for the results file.
 struct CaseNotes {
-  std::string status;          // passed, mistrusted, failed, unsupported, out_of_memory
+  Json identity;       // lb_kernel, lb_backend, lb_device, lb_op, lb_type, lb_dtype, lb_relu, lb_problem, ...
+  std::string status;  // passed, mistrusted, failed, unsupported, out_of_memory
   std::string details;         // the kernel's details() (oneDNN's implementation, ...)
   std::string reason;          // verdict or error, one line
   double max_bytes_used = -1;  // from the memory manager's run; -1 if it did not run
