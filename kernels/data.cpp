@@ -42,6 +42,17 @@ std::string where(std::string_view file, int line) {
   return std::string(file) + ":" + std::to_string(line) + ": ";
 }
 
+// A layer's input or output holds at most 2^40 values per sample (4 TB of f32), so that
+// product() of its shape cannot overflow int64 — a pool with a huge padding made
+// billions of rows and columns — and neither can that times the batch (at most 2^31 - 1).
+void check_values(std::string_view kind, const std::vector<int64_t>& dims) {
+  long double values = 1;
+  for (int64_t d : dims)
+    values *= d;
+  if (values > 0x1p40L)
+    throw Error(std::string(kind) + ": more than 2^40 values per sample (" + shape_string(dims) + ")");
+}
+
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
   for (int64_t d : dims)
@@ -187,7 +198,10 @@ std::vector<Problem> load_suite(std::string_view name) {
 }
 
 Network parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt) {
-  if (batch < 1) throw Error("--batch " + std::to_string(batch) + ": must be >= 1");
+  // The batch becomes a problem line's mb (or T times it), which is at most 2^31 - 1;
+  // checked here before T·batch is computed, which a larger batch overflowed.
+  if (batch < 1 || batch > 2147483647)
+    throw Error("--batch " + std::to_string(batch) + ": must be between 1 and 2147483647");
   Network net;
   net.batch = batch;
   net.dt = dt;
@@ -196,6 +210,10 @@ Network parse_network(std::string_view text, std::string_view file, int64_t batc
   if (lines.empty()) throw Error(std::string(file) + ": no layers");
   bool tokens = false;  // the input is a sequence of token ids (int32), not activations
   std::map<std::string, std::vector<int64_t>> shapes;  // layer name -> output shape
+  // totals() sums parameters and MACs in int64: the sums are bounded as parse_problem
+  // bounds one problem's MACs, and a network that exceeds them is rejected here.
+  constexpr int64_t kMaxSum = int64_t(1) << 62;
+  int64_t sum_params = 0, sum_macs = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     const Line& l = lines[i];
     try {
@@ -216,9 +234,7 @@ Network parse_network(std::string_view text, std::string_view file, int64_t batc
         no_more_keys(kv, "input", "c=, h= w= (an image), t= (a sequence)");
         if (s.empty() || (has_t && has_h) || (has_h && !has_c))
           throw Error("input: expected c= h= w=, c=, t= or t= c=");
-        long double elements = 1;
-        for (int64_t d : s) elements *= d;
-        if (elements > 0x1p40L) throw Error("input: more than 2^40 values per sample");
+        check_values("input", s);
         tokens = has_t && !has_c;
         net.in_bytes = double(batch) * product(s) * (tokens ? 4.0 : act);
         continue;
@@ -314,6 +330,11 @@ Network parse_network(std::string_view text, std::string_view file, int64_t batc
       } else {
         layer.type = layer.kind;
       }
+      check_values(kind, layer.out_shape);
+      if (layer.params > kMaxSum - sum_params || layer.macs > kMaxSum - sum_macs)
+        throw Error(layer.name + ": the network's parameters or MACs add up to more than 2^62");
+      sum_params += layer.params;
+      sum_macs += layer.macs;
       layer.out_bytes = layer.new_buffer ? double(batch) * product(layer.out_shape) * act : 0.0;
       shapes[layer.name] = layer.out_shape;
       net.layers.push_back(std::move(layer));

@@ -263,7 +263,11 @@ std::string print(const Problem& p) {
 
 Problem with_batch(Problem p, int64_t mb) {
   std::visit([mb](auto& s) { s.mb = mb; }, p.shape);
-  return p;
+  // A batch from a flag or a sweep gets the checks a problem line gets (mb <= 2^31 - 1,
+  // at most 2^62 elements and MACs), which model() and make_tensors() rely on: without
+  // them `analyze LINE --batch 9223372036854775807` overflowed model()'s int64 MACs.
+  // Valid problems round-trip (parse(print(p)) == p), so this changes nothing else.
+  return parse_problem(print(p));
 }
 
 std::vector<int64_t> output_dims(const Problem& p) {

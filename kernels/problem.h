@@ -76,7 +76,8 @@ struct Problem {
 Problem parse_problem(std::string_view line);
 std::string print(const Problem& p);
 
-// The same problem with another batch, dtype or ReLU mode (sweep axes).
+// The same problem with another batch, dtype or ReLU mode (sweep axes). Throws
+// lb::Error, as parse_problem would, when mb is out of range or the problem too large.
 Problem with_batch(Problem p, int64_t mb);
 
 // Output dims in the layouts above: dense {MB, OC}; conv2d {MB, OC, OH, OW}; lstm {T, MB, HC}.

@@ -1,18 +1,105 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, configures, builds and runs every test.
-#   scripts/test.sh            all tests (GPU tests report SKIPPED without a GPU)
-#   scripts/test.sh -L unit    extra arguments go to ctest
-# LB_BUILD_DIR picks the build folder (default: build); LB_CMAKE_ARGS adds configure options.
+# The test command: installs what is missing, configures, builds and runs every test,
+# then the two hardening stages, which CI runs too:
+#   sanitize  an ASan + UBSan build of the C++ code in build-asan/ (ref backend only:
+#             no oneDNN, Eigen or CUDA) and its `ctest -L unit` — unit tests, the CLI
+#             test and `check --backend ref` on every bundled suite and network;
+#   fuzz      the parser fuzz targets of kernels/tests/fuzz (problem lines, suites,
+#             networks), built with clang in build-fuzz/, run for 60 s in all over a
+#             temporary copy of the seed corpus, so that the repository is not written.
+#   scripts/test.sh                          everything (what CI runs)
+#   scripts/test.sh -L unit                  extra arguments go to the main build's ctest
+#   scripts/test.sh --no-sanitize --no-fuzz  skips those stages; LB_QUICK=1 skips both
+# LB_BUILD_DIR picks the main build folder (default: build); LB_CMAKE_ARGS adds configure
+# options to it. LB_FUZZ_SECONDS changes the fuzzing time (default 60, split evenly).
+# Exit status: non-zero if any stage failed; every stage runs even when one before failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 
+sanitize=1
+fuzz=1
+if [ -n "${LB_QUICK:-}" ] && [ "${LB_QUICK}" != 0 ]; then
+  sanitize=0
+  fuzz=0
+fi
+ctest_args=()
+for arg in "$@"; do
+  case $arg in
+    --no-sanitize) sanitize=0 ;;
+    --no-fuzz) fuzz=0 ;;
+    *) ctest_args+=("$arg") ;;
+  esac
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+times=()
+elapsed() { echo $(($(date +%s) - $1)); }
+
 scripts/install-deps.sh
+
+# The main build, as before: a failed configure or build stops here.
+t=$(date +%s)
 build=${LB_BUILD_DIR:-build}
 # shellcheck disable=SC2086  # LB_CMAKE_ARGS is a list of options
 cmake -S . -B "$build" -G Ninja ${LB_CMAKE_ARGS:-}
 cmake --build "$build" --parallel "$(nproc)"
-status=0
-ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" "$@" || status=$?
-echo "test.sh: $(($(date +%s) - start)) s"
+ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" "${ctest_args[@]}" || status=1
+times+=("main $(elapsed "$t") s")
+
+if [ $sanitize = 1 ]; then
+  echo "== sanitize: ASan + UBSan build in build-asan/, ctest -L unit"
+  t=$(date +%s)
+  # RelWithDebInfo: optimised like the real thing, with line numbers in every report.
+  # Leak checking is on (LeakSanitizer works here; where ptrace is forbidden it cannot
+  # stop the threads and says so: ASAN_OPTIONS=detect_leaks=0 then turns it off).
+  if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLB_SANITIZE=address,undefined \
+    -DLB_WITH_ONEDNN=OFF -DLB_WITH_EIGEN=OFF -DLB_WITH_CUDA=OFF >/dev/null &&
+    cmake --build build-asan --parallel "$(nproc)" &&
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1} \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+      ctest --test-dir build-asan -L unit --output-on-failure --parallel "$(nproc)"; then
+    :
+  else
+    echo "sanitize: FAILED"
+    status=1
+  fi
+  times+=("sanitize $(elapsed "$t") s")
+fi
+
+if [ $fuzz = 1 ]; then
+  echo "== fuzz: parser fuzz targets in build-fuzz/, ${LB_FUZZ_SECONDS:-60} s in all"
+  t=$(date +%s)
+  targets=(problem suite network)
+  seconds=$((${LB_FUZZ_SECONDS:-60} / ${#targets[@]}))
+  if cmake -S kernels/tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null &&
+    cmake --build build-fuzz --parallel "$(nproc)"; then
+    mkdir -p build-fuzz/findings
+    for target in "${targets[@]}"; do
+      cp -r "kernels/tests/fuzz/corpus/$target" "$tmp/$target"
+      # A finding (crash, sanitizer report, leak, exception, hang over 10 s, more than
+      # 2 GB) stops the target and leaves the input in build-fuzz/findings/.
+      if build-fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -dict=kernels/tests/fuzz/parsers.dict -artifact_prefix="build-fuzz/findings/$target-" \
+        "$tmp/$target" >"$tmp/$target.log" 2>&1; then
+        echo "fuzz_$target: $(grep -E '^Done [0-9]+ runs' "$tmp/$target.log" || echo 'ran'), no findings"
+      else
+        echo "fuzz_$target: FAILED"
+        tail -n 40 "$tmp/$target.log"
+        finding=$(sed -n 's/.*Test unit written to //p' "$tmp/$target.log" | tail -n 1)
+        echo "fuzz_$target: reproduce with build-fuzz/fuzz_$target ${finding:-build-fuzz/findings/$target-*}"
+        status=1
+      fi
+    done
+  else
+    echo "fuzz: FAILED to build"
+    status=1
+  fi
+  times+=("fuzz $(elapsed "$t") s")
+fi
+
+summary=$(printf '%s, ' "${times[@]}")
+echo "test.sh: ${summary}$(elapsed "$start") s in all"
 exit $status

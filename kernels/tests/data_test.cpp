@@ -117,6 +117,30 @@ TEST(Network, ErrorsCiteFileAndLine) {
   EXPECT_EQ(network_error("input c=3 h=8 w=8\n"), "net.txt: no layers after 'input'");
 }
 
+TEST(Network, SizesThatWouldOverflowAreRejected) {
+  // Each of these once overflowed int64 arithmetic (UBSan, in the sanitizer build and
+  // the fuzz targets of kernels/tests/fuzz): a pool's huge padding in product() of its
+  // output shape, the sum of three layers of almost 2^62 MACs each in totals(), T·batch
+  // rows at a huge --batch.
+  EXPECT_EQ(network_error("input c=1 h=1 w=1\np maxpool k=1 p=2147483647\nf flatten\n"),
+            "net.txt:2: maxpool: more than 2^40 values per sample (1x4294967295x4294967295)");
+  EXPECT_EQ(network_error("input c=2147483647 h=2147483647 w=1\n"),
+            "net.txt:1: input: more than 2^40 values per sample (2147483647x2147483647x1)");
+  EXPECT_EQ(network_error("input c=2147483647\na dense oc=2147483647\nb dense oc=2147483647\n"
+                          "c dense oc=2147483647\n"),
+            "net.txt:3: b: the network's parameters or MACs add up to more than 2^62");
+  try {
+    parse_network("input t=35\ne embedding vocab=10 dim=4\np dense oc=10\n", "net.txt", int64_t(1) << 62,
+                  DType::f32);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--batch 4611686018427387904: must be between 1 and 2147483647");
+  }
+  // The largest batch still parses where the layers allow it.
+  const Network widest = parse_network("input c=4\nfc dense oc=8\n", "net.txt", 2147483647, DType::f32);
+  EXPECT_EQ(widest.layers[0].problem->dense().mb, 2147483647);
+}
+
 TEST(Network, AddChecksShapes) {
   const Network n = parse_network(
       "input c=4 h=6 w=6\na conv2d oc=4 kh=3 kw=3 ph=1\nb conv2d oc=4 kh=3 kw=3 ph=1\ns add from=a\n",

@@ -104,6 +104,27 @@ TEST(Problem, DerivedShapes) {
   EXPECT_EQ(short_name(parse_problem("dense mb=5 ic=7 oc=3 name=fc6")), "fc6");
 }
 
+TEST(Problem, WithBatchChecksWhatAProblemLineChecks) {
+  const Problem c = parse_problem("conv2d mb=1 ic=6 ih=9 iw=9 oc=9 kh=3 kw=1 sw=2 ph=1 pw=0 g=3 name=c1");
+  EXPECT_EQ(with_batch(c, 5),
+            parse_problem("conv2d mb=5 ic=6 ih=9 iw=9 oc=9 kh=3 kw=1 sw=2 ph=1 pw=0 g=3 name=c1"));
+  // It once set mb unchecked: `analyze LINE --batch 9223372036854775807` then overflowed
+  // model()'s int64 MACs (UBSan, in the sanitizer build of the CLI).
+  auto error_of_batch = [](const std::string& line, int64_t mb) -> std::string {
+    try {
+      with_batch(parse_problem(line), mb);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_EQ(error_of_batch("dense mb=1 ic=4096 oc=4096", INT64_MAX),
+            "dense: mb=9223372036854775807: must be <= 2147483647");
+  EXPECT_EQ(error_of_batch("dense mb=1 ic=4096 oc=4096", 0), "dense: mb=0: must be >= 1");
+  EXPECT_EQ(error_of_batch("dense mb=1 ic=2147483647 oc=2147483647", 2),
+            "dense: problem too large (more than 2^62 elements or MACs)");
+}
+
 TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
   EXPECT_EQ(error_of("conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=0 kw=3"), "conv2d: kh=0: must be >= 1");
   EXPECT_EQ(error_of("conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=3 kw=3 ph=-1"), "conv2d: ph=-1: must be >= 0");
