@@ -1,0 +1,188 @@
+#include "kernels/onednn/common.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/common.h"
+
+namespace lb::onednn {
+
+void fail(const char* call, const char* file, int line, const std::string& why) {
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + call + ": " + why);
+}
+
+const dnnl::engine& engine() {
+  static const dnnl::engine e = [] {
+    // Each case builds its primitives afresh. With oneDNN's primitive cache, a primitive
+    // (and its JIT code) made for one case is reused by the next identical one, so host
+    // memory and prepare() cost would depend on the order cases run in.
+    LB_DNNL(dnnl::set_primitive_cache_capacity(0));
+    return LB_DNNL(dnnl::engine(dnnl::engine::kind::cpu, 0));
+  }();
+  return e;
+}
+
+void set_threads(int n) {
+  omp_set_num_threads(std::max(n, 1));
+}
+
+dt dtype_of(DType d, Arg a) {
+  switch (storage_of(d, a)) {
+    case Storage::f32:
+      return dt::f32;
+    case Storage::f16:
+      return dt::f16;
+    case Storage::bf16:
+      return dt::bf16;
+    case Storage::u8:
+      return dt::u8;
+    case Storage::s8:
+      return dt::s8;
+    case Storage::e4m3:
+      return dt::undef;
+  }
+  return dt::undef;
+}
+
+std::string dtype_reason(const Problem& p) {
+  switch (p.dt) {
+    case DType::tf32:
+      return "onednn: tf32 not supported (oneDNN 2.6 on CPU has no tf32 arithmetic)";
+    case DType::f8:
+      return "onednn: f8 not supported (oneDNN 2.6 has no fp8 data type)";
+    default:
+      return {};
+  }
+}
+
+dnnl::primitive_attr attributes(Relu relu, float output_scale) {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (output_scale != 1.0f) a.set_output_scales(0, {output_scale});
+  if (relu == Relu::fused) {
+    dnnl::post_ops po;
+    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    a.set_post_ops(po);
+  }
+  return a;
+}
+
+std::string layout(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind == dnnl_format_kind_rnn_packed) return "packed";
+  if (d.format_kind != dnnl_blocked) return dnnl_fmt_kind2str(d.format_kind);
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  // Outer dimensions from the largest stride to the smallest; a blocked one is upper case.
+  std::vector<int> order(d.ndims);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+  std::string s;
+  for (int i : order) {
+    bool blocked = false;
+    for (int k = 0; k < b.inner_nblks; ++k)
+      blocked |= b.inner_idxs[k] == i;
+    s += char((blocked ? 'A' : 'a') + i);
+  }
+  for (int k = 0; k < b.inner_nblks; ++k)
+    s += std::to_string(b.inner_blks[k]) + char('a' + b.inner_idxs[k]);
+  return s;
+}
+
+Plan::Plan() : stream_(LB_DNNL(dnnl::stream(engine()))) {}
+
+dnnl::memory Plan::bind(Arg a, const dnnl::memory::desc& md, size_t byte_offset) {
+  dnnl::memory m = LB_DNNL(dnnl::memory(md, engine(), DNNL_MEMORY_NONE));
+  bindings_.push_back({a, m, byte_offset});
+  return m;
+}
+
+dnnl::memory Plan::owned(const dnnl::memory::desc& md) {
+  dnnl::memory m = LB_DNNL(dnnl::memory(md, engine()));
+  owned_.push_back(m);
+  owned_bytes_ += md.get_size();
+  return m;
+}
+
+dnnl::memory Plan::weights(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
+                           const dnnl::memory::desc& want) {
+  if (user == want) return bind(a, user, byte_offset);
+  // oneDNN reads the source of a reorder only; the const_cast does not license a write.
+  void* p = static_cast<char*>(const_cast<void*>(ts.at(a).data())) + byte_offset;
+  dnnl::memory src = LB_DNNL(dnnl::memory(user, engine(), p));
+  dnnl::memory dst = owned(want);
+  dnnl::reorder r = LB_DNNL(dnnl::reorder(src, dst));
+  LB_DNNL(r.execute(stream_, src, dst));
+  LB_DNNL(stream_.wait());
+  return dst;
+}
+
+dnnl::memory Plan::bias(const TensorSet& ts, const dnnl::memory::desc& md, float output_scale) {
+  if (output_scale == 1.0f) return bind(Arg::bias, md);
+  const Tensor& b = ts.at(Arg::bias);
+  dnnl::memory m = owned(md);
+  float* to = static_cast<float*>(m.get_data_handle());
+  for (int64_t i = 0; i < b.elements(); ++i)
+    to[i] = b.as<float>()[i] / output_scale;
+  return m;
+}
+
+void Plan::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& prim,
+               std::vector<std::pair<int, dnnl::memory>> args, const std::string& what) {
+  Step s{prim, LB_DNNL(pd.scratchpad_desc()), {}, {}};
+  for (auto& [id, m] : args) {
+    s.args.push_back({id, m.get()});
+    s.keep.push_back(std::move(m));
+  }
+  steps_.push_back(std::move(s));
+  if (!details_.empty()) details_ += "; ";
+  details_ += what + " " + LB_DNNL(pd.impl_info_str());
+}
+
+void Plan::add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what) {
+  const auto pd = LB_DNNL(dnnl::reorder::primitive_desc(engine(), src.get_desc(), engine(), dst.get_desc(),
+                                                        attributes(Relu::none)));
+  add(pd, LB_DNNL(dnnl::reorder(pd)), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}},
+      what + " " + layout(src.get_desc()) + "->" + layout(dst.get_desc()));
+}
+
+void Plan::add_relu_pass(Relu relu, const dnnl::memory& dst) {
+  if (relu != Relu::inplace && relu != Relu::separate) return;
+  const dnnl::memory::desc md = dst.get_desc();
+  const auto d = LB_DNNL(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                                     dnnl::algorithm::eltwise_relu, md, 0.0f));
+  const auto pd = LB_DNNL(dnnl::eltwise_forward::primitive_desc(d, attributes(Relu::none), engine()));
+  const dnnl::memory out = relu == Relu::inplace ? dst : bind(Arg::relu_dst, md);
+  add(pd, LB_DNNL(dnnl::eltwise_forward(pd)), {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, out}},
+      std::string("relu ") + std::string(name(relu)));
+}
+
+void Plan::finalize() {
+  size_t bytes = 0;
+  for (const Step& s : steps_)
+    bytes = std::max(bytes, s.scratchpad.get_size());
+  if (bytes == 0) return;
+  scratchpad_ = owned(dnnl::memory::desc({dnnl::memory::dim(bytes)}, dt::u8, tag::x));
+  for (Step& s : steps_) {
+    if (s.scratchpad.get_size() == 0) continue;
+    dnnl::memory m = LB_DNNL(dnnl::memory(s.scratchpad, engine(), scratchpad_.get_data_handle()));
+    s.args.push_back({DNNL_ARG_SCRATCHPAD, m.get()});
+    s.keep.push_back(std::move(m));
+  }
+}
+
+void Plan::run(TensorSet& ts) {
+  for (const Binding& b : bindings_)
+    LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
+  for (const Step& s : steps_)
+    LB_DNNL(dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data()));
+  // A CPU stream executes synchronously; the wait is free and makes that explicit.
+  LB_DNNL(dnnl_stream_wait(stream_.get()));
+}
+
+size_t Plan::held_bytes() const {
+  return owned_bytes_ + extra_bytes_;
+}
+
+}  // namespace lb::onednn

@@ -1,0 +1,143 @@
+// What every oneDNN kernel shares: the one error-check macro, the engine, data types per
+// argument, and a Plan — the primitives of one problem with their arguments, built in
+// prepare() and executed in run().
+//
+// Why a Plan: prepare() must do every untimed thing (primitive descriptors and primitives,
+// weight reorders, buffers, the scratchpad) and run() nothing but execute. The Plan keeps
+// each primitive with its argument list already in the C API's form, so run() calls
+// dnnl_primitive_execute() directly (the C++ execute() builds a std::vector per call). User
+// tensors are bound by pointer: run() only points the bound memory objects at the tensors
+// it is given, which allocates nothing.
+//
+// Scratchpad: every primitive is created with scratchpad_mode::user; the Plan allocates
+// one buffer, the largest any of its primitives asks for, in finalize() (the primitives
+// run one after another, so they can share it), and counts it in held_bytes().
+//
+// oneDNN's primitive cache is off (engine()): every prepare() creates, and every release()
+// frees, its own primitives, so what a case holds does not depend on the cases before it.
+//
+// Threads: oneDNN here uses OpenMP (Debian's libdnnl is built with GNU OpenMP), whose
+// thread count is a per-thread setting: set_threads() calls omp_set_num_threads() at the
+// start of prepare(), before primitives are created (oneDNN sizes its work split for the
+// thread count at creation), and run() must be called from the same thread.
+#pragma once
+
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <cstddef>
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace lb::onednn {
+
+// Throws lb::Error "file:line: <call>: <oneDNN's message> (<status>)".
+[[noreturn]] void fail(const char* call, const char* file, int line, const std::string& why);
+
+// Runs f, turning a dnnl::error it throws or a dnnl_status_t it returns into lb::Error.
+template <class F>
+decltype(auto) checked(F&& f, const char* call, const char* file, int line) {
+  try {
+    if constexpr (std::is_same_v<std::invoke_result_t<F&>, dnnl_status_t>) {
+      if (const dnnl_status_t s = f(); s != dnnl_success) fail(call, file, line, dnnl_status2str(s));
+    } else {
+      return f();
+    }
+  } catch (const dnnl::error& e) {
+    fail(call, file, line, std::string(e.what()) + " (" + dnnl_status2str(e.status) + ")");
+  }
+}
+
+// The one check for oneDNN calls, C++ (throws dnnl::error) or C (returns dnnl_status_t):
+//   auto pd = LB_DNNL(dnnl::convolution_forward::primitive_desc(d, attr, engine()));
+//   LB_DNNL(dnnl_primitive_execute(...));
+#define LB_DNNL(...) \
+  ::lb::onednn::checked([&]() -> decltype(auto) { return __VA_ARGS__; }, #__VA_ARGS__, __FILE__, __LINE__)
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+using dims = dnnl::memory::dims;
+
+const dnnl::engine& engine();
+
+// omp_set_num_threads(n): see the header comment.
+void set_threads(int n);
+
+// The oneDNN data type of an argument of a problem (storage_of(), kernels/tensor.h).
+dt dtype_of(DType d, Arg a);
+
+// Empty when oneDNN 2.6 has the problem's dtype at all on CPU, else the reason.
+std::string dtype_reason(const Problem& p);
+
+// The attributes every primitive gets: user scratchpad, and for relu=fused a ReLU post-op.
+// For i8 also the output scale src.scale · wei.scale (oneDNN 2.x applies it to the s32 sum
+// *including the bias*, which is why i8 kernels pre-divide their bias by it).
+dnnl::primitive_attr attributes(Relu relu, float output_scale = 1.0f);
+
+// The layout of a memory descriptor in oneDNN's letters: "acdb", "AB16b64a", "packed".
+std::string layout(const dnnl::memory::desc& md);
+
+class Plan {
+ public:
+  Plan();
+  // A memory object that run() points at ts.at(a) + byte_offset.
+  dnnl::memory bind(Arg a, const dnnl::memory::desc& md, size_t byte_offset = 0);
+  // A memory object the Plan owns (counted in held_bytes()).
+  dnnl::memory owned(const dnnl::memory::desc& md);
+  // Bytes held beyond buffers the Plan allocates itself (e.g. a rescaled bias kept by the kernel).
+  void hold(size_t bytes) { extra_bytes_ += bytes; }
+
+  // A user-layout tensor of prepare()'s TensorSet reordered now into memory of layout
+  // `want` that the Plan owns; returned as is when the layouts agree. Weights only.
+  dnnl::memory weights(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
+                       const dnnl::memory::desc& want);
+
+  // The bias as a primitive reads it: bound to the tensor, or for i8 (output_scale != 1) a
+  // copy divided by the output scale, which oneDNN 2.x multiplies the biased sum by.
+  dnnl::memory bias(const TensorSet& ts, const dnnl::memory::desc& md, float output_scale);
+
+  // Appends a primitive to run(), with its arguments (the scratchpad is added by finalize()).
+  void add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& prim,
+           std::vector<std::pair<int, dnnl::memory>> args, const std::string& what);
+  // Appends a reorder src -> dst (activations, timed).
+  void add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what);
+  // Appends the ReLU pass of relu=inplace (dst := max(dst, 0)) or relu=separate
+  // (relu_dst := max(dst, 0)); nothing for none/fused. dst is the user-layout output.
+  void add_relu_pass(Relu relu, const dnnl::memory& dst);
+
+  // Allocates the shared scratchpad and gives it to every primitive. Call once, last.
+  void finalize();
+
+  // Points the bound memories at ts and executes every primitive in order.
+  void run(TensorSet& ts);
+
+  size_t held_bytes() const;
+  const std::string& details() const { return details_; }
+
+ private:
+  struct Step {
+    dnnl::primitive prim;
+    dnnl::memory::desc scratchpad;
+    std::vector<dnnl::memory> keep;  // the memory objects args_ refers to, kept alive
+    std::vector<dnnl_exec_arg_t> args;
+  };
+  struct Binding {
+    Arg arg;
+    dnnl::memory mem;
+    size_t offset;
+  };
+  dnnl::stream stream_;
+  std::vector<Step> steps_;
+  std::vector<Binding> bindings_;
+  std::vector<dnnl::memory> owned_;
+  size_t owned_bytes_ = 0, extra_bytes_ = 0;
+  dnnl::memory scratchpad_;
+  std::string details_;
+};
+
+}  // namespace lb::onednn

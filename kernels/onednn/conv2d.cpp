@@ -1,0 +1,123 @@
+// conv2d.onednn.default and conv2d.onednn.nchw — NCHW cross-correlation (groups, depthwise,
+// stride, padding, dilation) through oneDNN's convolution primitive. The two variants differ
+// only in the activation layouts oneDNN is given:
+//
+//  - default: x and y are declared `any`, so oneDNN picks the layout its fastest
+//    implementation wants (on AVX-512 that is nhwc, "acdb", for brgconv and the brdgmm
+//    depthwise kernel). Our tensors are NCHW, so run() reorders x into that layout, runs the
+//    convolution and reorders y back: those two activation reorders are part of the timed
+//    work (details() lists them; none when oneDNN takes NCHW as it is). In a network that
+//    stays in oneDNN's layout they would not exist.
+//  - nchw: x and y are declared NCHW, no reorders; oneDNN then usually falls back to its
+//    im2col + GEMM path (gemm:jit). Measured here, that wins for most 1×1 convolutions and
+//    loses for 3×3 and depthwise ones, so both are offered rather than a guess. Where oneDNN
+//    has only its reference implementation for plain NCHW (i8), this variant declines.
+//
+// W (OC×(IC/G)×KH×KW, oneDNN's oihw or goihw) is declared `any` and reordered in prepare().
+// dtypes, i8 scales and bias, ReLU modes and threads as in dense.onednn.default.
+// oneDNN counts dilation from 0 (no dilation) and wants the right/bottom padding that makes
+// its output size agree with ours; that padding may be negative (rows never read).
+#include "kernels/onednn/common.h"
+#include "kernels/registry.h"
+
+namespace lb::onednn {
+namespace {
+
+enum class Layouts { library, nchw };
+
+// W as we hold it (oihw, or goihw with G leading when grouped), or `any` for oneDNN to choose.
+dnnl::memory::desc weights_desc(const Problem& p, bool any) {
+  const Conv2d& c = p.conv();
+  const dt type = dtype_of(p.dt, Arg::wei);
+  if (c.g == 1) return dnnl::memory::desc({c.oc, c.ic, c.kh, c.kw}, type, any ? tag::any : tag::oihw);
+  return dnnl::memory::desc({c.g, c.oc / c.g, c.ic / c.g, c.kh, c.kw}, type, any ? tag::any : tag::goihw);
+}
+
+dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layouts, float output_scale) {
+  const Conv2d& c = p.conv();
+  const tag act = layouts == Layouts::nchw ? tag::nchw : tag::any;
+  const dnnl::memory::desc x({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), act);
+  const dnnl::memory::desc b({c.oc}, dtype_of(p.dt, Arg::bias), tag::x);
+  const dnnl::memory::desc y({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), act);
+  // The last input row a window reads, minus the last row there is, is the bottom padding.
+  const int64_t pb = (c.oh() - 1) * c.sh + (c.kh - 1) * c.dh + 1 - c.ih - c.ph;
+  const int64_t pr = (c.ow() - 1) * c.sw + (c.kw - 1) * c.dw + 1 - c.iw - c.pw;
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                             dnnl::algorithm::convolution_direct, x, weights_desc(p, true), b,
+                                             y, {c.sh, c.sw}, {c.dh - 1, c.dw - 1}, {c.ph, c.pw}, {pb, pr});
+  return dnnl::convolution_forward::primitive_desc(desc, attributes(p.relu, output_scale), engine());
+}
+
+constexpr float kProbeScale = 1.0f / 1024;  // i8 probes ask for output scales, as prepare() will
+
+class OnednnConv2d final : public Kernel {
+ public:
+  explicit OnednnConv2d(Layouts layouts) : layouts_(layouts) {}
+
+  std::string supports(const Problem& p) const override {
+    if (std::string why = dtype_reason(p); !why.empty()) return why;
+    try {
+      const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
+      const std::string impl = pd.impl_info_str();
+      if (layouts_ == Layouts::nchw && impl.rfind("ref", 0) == 0)
+        return "onednn: only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
+               " in NCHW; conv2d.onednn.default reorders";
+    } catch (const dnnl::error& e) {
+      return "onednn: no " + std::string(name(p.dt)) + " convolution on this CPU (" +
+             dnnl_status2str(e.status) + ")";
+    }
+    return {};
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    set_threads(ctx.threads);
+    const Conv2d& c = p.conv();
+    const float scale = p.dt == DType::i8 ? float(ts.at(Arg::src).scale() * ts.at(Arg::wei).scale()) : 1.0f;
+    const auto pd = LB_DNNL(make_pd(p, layouts_, scale));
+    plan_ = std::make_unique<Plan>();
+    Plan& plan = *plan_;
+
+    const dnnl::memory::desc x_user({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), tag::nchw);
+    const dnnl::memory::desc y_user({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), tag::nchw);
+    const dnnl::memory x_bound = plan.bind(Arg::src, x_user);
+    const dnnl::memory y_bound = plan.bind(Arg::dst, y_user);
+    dnnl::memory x = x_bound, y = y_bound;
+    if (pd.src_desc() != x_user) {
+      x = plan.owned(pd.src_desc());
+      plan.add_reorder(x_bound, x, "x reorder");
+    }
+    if (pd.dst_desc() != y_user) y = plan.owned(pd.dst_desc());
+
+    const dnnl::memory w = plan.weights(ts, Arg::wei, weights_desc(p, false), 0, pd.weights_desc());
+    const dnnl::memory b = plan.bias(ts, pd.bias_desc(), scale);
+    plan.add(pd, LB_DNNL(dnnl::convolution_forward(pd)),
+             {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, y}},
+             "convolution (x " + layout(pd.src_desc()) + ", W " + layout(pd.weights_desc()) + ")");
+    if (y != y_bound) plan.add_reorder(y, y_bound, "y reorder");
+    plan.add_relu_pass(p.relu, y_bound);
+    plan.finalize();
+  }
+
+  void run(TensorSet& ts) override { plan_->run(ts); }
+  void release() override { plan_.reset(); }
+  std::string details() const override { return plan_ ? plan_->details() : std::string(); }
+  size_t scratch_bytes() const override { return plan_ ? plan_->held_bytes() : 0; }
+
+ private:
+  Layouts layouts_;
+  std::unique_ptr<Plan> plan_;
+};
+
+}  // namespace
+
+void register_conv2d(Registry& r) {
+  r.add({"conv2d.onednn.default", Device::cpu,
+         "convolution primitive in oneDNN's chosen layouts; x, y reordered from/to NCHW in run()",
+         "f32 (i8: s32)", true},
+        [] { return std::make_unique<OnednnConv2d>(Layouts::library); });
+  r.add({"conv2d.onednn.nchw", Device::cpu, "convolution primitive on NCHW as given (no reorders)",
+         "f32 (i8: s32)", true},
+        [] { return std::make_unique<OnednnConv2d>(Layouts::nchw); });
+}
+
+}  // namespace lb::onednn
