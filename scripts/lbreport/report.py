@@ -1,0 +1,278 @@
+"""scripts/report: results files -> Markdown + CSV + plots in one folder, and the whitepaper
+section of README.md.
+
+    scripts/report RESULTS.json [MORE.json|.jsonl ...] [--out DIR] [--layerbench PATH]
+                   [--noisy-cv 0.05] [--no-plots] [--update-readme README.md]
+
+Writes DIR/report.md, DIR/*.csv (one per table; cases.csv has every case), DIR/*.png and
+*.svg. --update-readme replaces the text between <!-- whitepaper:begin --> and
+<!-- whitepaper:end --> in the given file with the whitepaper table, the optimisation
+effects and the claims' verdicts.
+
+Exit status: 0; 1 when some input could not be read (its one-line error is on stderr, the
+report is made from the others); 2 when nothing could be read or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+
+from . import analysis, claims
+from .results import all_cases, load_many
+from .table import Table
+
+BEGIN, END = "<!-- whitepaper:begin -->", "<!-- whitepaper:end -->"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="report", description="Markdown, CSV and plots from layerbench results files.")
+    p.add_argument("results", nargs="+", help="results files (.json, or the .jsonl of an interrupted run)")
+    p.add_argument("--out", help="output folder (default: <first input without extension>-report)")
+    p.add_argument("--layerbench", help="the layerbench binary, for `analyze` of the networks "
+                   "(default: $LAYERBENCH, else build/bench/layerbench)")
+    p.add_argument("--noisy-cv", type=float, default=0.05,
+                   help="list cases whose coefficient of variation of time exceeds this (default 0.05, as layerbench run)")
+    p.add_argument("--no-plots", action="store_true", help="tables only")
+    p.add_argument("--update-readme", metavar="README.md",
+                   help="replace the text between the whitepaper markers in this file")
+    return p.parse_args(argv)
+
+
+def sources_table(runs):
+    t = Table([("file", "file"), ("date", "date"), ("host", "host"), ("CPU", "cpu_model"), ("GPU", "gpu_model"),
+               ("commit", "commit"), ("cases", "cases"), ("statuses", "statuses")], right=[False] * 6 + [True, False])
+    for r in runs:
+        st = Counter(c.status for c in r.cases.values())
+        sts = ", ".join(f"{n} {s}" for s, n in sorted(st.items()))
+        t.add([os.path.basename(r.path), r.date, r.host, r.cpu_model or "—", r.gpu_model or "—", r.commit or "—",
+               len(r.cases), sts], [r.path, r.date, r.host, r.cpu_model, r.gpu_model, r.commit, len(r.cases), sts])
+    return t
+
+
+def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()):
+    """Computes every table and plot; returns (markdown, readme_section, {csv name: text}, [plot paths])."""
+    csvs = {}
+    md = ["# layerbench report", ""]
+    md.append("Made by `scripts/report` from the results files below. Times are the median over a case's repetitions "
+              "(µs = microseconds); MB = 10⁶ bytes; “×N” is the thread count of a CPU kernel; utilisation 100 % = one "
+              "core busy. Every table is also a CSV file beside this one.")
+    md.append("")
+    src = sources_table(runs)
+    csvs["sources.csv"] = src.csv()
+    md += ["## Sources", "", src.markdown()]
+    if load_problems:
+        md += ["Files that could not be read (left out of every table):", ""]
+        md += [f"- {p}" for p in load_problems] + [""]
+
+    wp, own = analysis.whitepaper(cases)
+    csvs["whitepaper.csv"] = wp.csv()
+    wp_md = ["### Per layer type and backend (f32, no ReLU, hot caches)", ""]
+    if len(wp):
+        wp_md.append("Σ over the problems every backend of that layer type measured (so rows of one type compare like "
+                     "with like), the fastest kernel of a backend per problem; throughput = FLOPs ÷ time over those "
+                     "problems; peaks are the largest of any of them.")
+        wp_md += ["", wp.markdown()]
+        if own:
+            wp_md.append("Rows without a problem in common with the others of their type use their own problems: "
+                         + ", ".join(own) + ".\n")
+    else:
+        wp_md += ["not measured: no f32 case without ReLU passed in these results.", ""]
+
+    opt = analysis.optimisations(cases)
+    csvs["optimisations.csv"] = opt.csv()
+    opt_md = ["### Effect of each optimisation", ""]
+    if len(opt):
+        opt_md.append("Pairs of the same case that differ only in dtype or ReLU mode; Δ = geometric mean of "
+                      "(optimised ÷ base) − 1, negative = less. Host and device peaks are measured (pairs where both "
+                      f"stay under {analysis.MEMORY_FLOOR_BYTES // 1024} KiB are left out: resident memory moves in "
+                      "pages); tensors = bytes of the case's own tensors.")
+        opt_md += ["", opt.markdown()]
+    else:
+        opt_md += ["not measured: needs the same cases with several dtypes (--dtype f32,bf16,i8) or ReLU modes "
+                   "(--relu none,inplace,separate,fused).", ""]
+    md += ["## Whitepaper table", ""] + wp_md + opt_md
+
+    cg, cg_rows = analysis.cpu_gpu(cases)
+    csvs["cpu_vs_gpu.csv"] = cg.csv()
+    md += ["## CPU vs GPU", ""]
+    if len(cg):
+        md += ["Per problem and batch (no ReLU): the fastest CPU kernel (any thread count) and the fastest GPU kernel; "
+               "speed-up = CPU time ÷ GPU time.", "", cg.markdown()]
+    else:
+        has = {c.device for c in cases if c.ok}
+        need = "a GPU run" if "gpu" not in has else "a CPU run" if "cpu" not in has else "the same problems on both"
+        md += [f"not measured: needs {need} (cases with lb_device cpu and gpu on the same problem).", ""]
+
+    summary, detail, ours, missing_vendor = analysis.ours_vs_vendor(cases)
+    csvs["ours_vs_vendor.csv"] = detail.csv()
+    md += ["## Our kernels vs the vendor's", ""]
+    if len(summary):
+        md += ["% of vendor = vendor time ÷ our time × 100 on the same case (100 % = as fast; above = faster). "
+               "Vendor: oneDNN for `cpu`, the faster of cuBLAS and cuDNN for `cuda`.", "", summary.markdown(),
+               detail.markdown()]
+    else:
+        md += ["not measured: needs cases of backend `cpu` (against `onednn`) or `cuda` (against `cublas`/`cudnn`) "
+               "together with the vendor's on the same problems" +
+               (f"; backends here: {', '.join(ours)}" if ours else "; no case of backend `cpu` or `cuda` here") + ".", ""]
+    for k, n in sorted(missing_vendor.items()):
+        md.append(f"- `{k}`: {n} cases without a vendor case to compare with.")
+    if missing_vendor:
+        md.append("")
+
+    nets, net_notes = analysis.network_tables(cases, analyzer)
+    md += ["## Networks", ""]
+    network_analyses, network_rows = [], []
+    for net, batch, t, note in nets:
+        csvs[f"network_{net}_batch{batch}.csv"] = t.csv()
+        md += [f"### {net}, batch {batch}", "", note + ".", "", t.markdown()]
+        a = analyzer(net, batch)
+        network_analyses.append((net, batch, a))
+        # Where the cost is: most MACs vs most time, per time column.
+        layer_rows = [r for r in t.raw if r[0] != "total" and r[6]]
+        for j, hdr in enumerate(t.headers[7:]):
+            timed = [r for r in layer_rows if r[7 + j] is not None]
+            if timed:
+                network_rows.append((net, batch, hdr, max(layer_rows, key=lambda r: r[6])[0],
+                                     max(timed, key=lambda r: r[7 + j])[0]))
+    for n in net_notes:
+        md += [f"- {n}"]
+    if net_notes:
+        md.append("")
+
+    verdicts = claims.check_all(cases, network_analyses, network_rows, cg_rows)
+    ct = Table([("#", "number"), ("claim", "claim"), ("verdict", "verdict"), ("numbers", "numbers")])
+    md += ["## Claims", "", "Each claim of CLAIMS.md, checked against these results. Verdicts: confirmed, refuted, "
+           "depends (on what, below), or not measured (with the run that would measure it).", ""]
+    claims_md = []
+    for v in verdicts:
+        claims_md += [f"### {v.number}. {v.title} — **{v.verdict}**", "", v.summary, ""]
+        claims_md += [f"- {line}" for line in v.lines]
+        claims_md.append("")
+        if v.table is not None and len(v.table):
+            claims_md += [v.table.markdown()]
+            csvs[f"claim{v.number}.csv"] = v.table.csv()
+        ct.add([v.number, v.title, v.verdict, " ".join(v.lines)], [v.number, v.title, v.verdict, " | ".join(v.lines)])
+    csvs["claims.csv"] = ct.csv()
+    md += claims_md
+
+    nz = analysis.noisy(cases, noisy_cv)
+    csvs["noisy.csv"] = nz.csv()
+    md += ["## Noisy cases", ""]
+    md += ([f"Coefficient of variation of time over the repetitions above {noisy_cv:.0%} (or flagged by layerbench): "
+            f"{len(nz)} cases. Their numbers above are medians; rerun with more repetitions or on a quieter machine "
+            "before trusting a small difference.", "", nz.markdown()] if len(nz) else
+           [f"none above a coefficient of variation of {noisy_cv:.0%}.", ""])
+    failed, grouped = analysis.not_measured(cases)
+    csvs["failed.csv"] = failed.csv()
+    csvs["unsupported_mistrusted.csv"] = grouped.csv()
+    md += ["## Failed, out-of-memory, unsupported and mistrusted cases", ""]
+    md += (["Failed and out of memory, one by one:", "", failed.markdown()] if len(failed) else
+           ["No case failed or ran out of memory.", ""])
+    md += (["Unsupported (the kernel's reason) and mistrusted (verification could not tell), grouped:", "",
+            grouped.markdown()] if len(grouped) else ["No case was unsupported or mistrusted.", ""])
+    csvs["cases.csv"] = analysis.cases_table(cases).csv()
+
+    plot_paths = []
+    if plots:
+        from . import plots as P
+
+        fits_host = claims.memory_fits(cases, "host")
+        fits_dev = claims.memory_fits(cases, "device")
+        md += ["## Plots", ""]
+        for what, need, f in (
+                ("throughput vs batch", "f32 cases at ≥ 2 batch sizes", lambda: P.throughput_vs_batch(cases, out_dir)),
+                ("peak memory vs batch", "cases at ≥ 2 batch sizes",
+                 lambda: P.memory_vs_batch(fits_host, fits_dev, out_dir)),
+                ("roofline", "measured cases with FLOP/s and bytes/s", lambda: P.roofline(runs, cases, out_dir)),
+                ("CPU vs GPU time", "measured f32 cases", lambda: P.cpu_vs_gpu_time(cases, cg_rows, out_dir))):
+            paths = f()
+            if paths:
+                plot_paths += paths
+            else:
+                md += [f"- {what}: not drawn, needs {need}.", ""]
+        for p in plot_paths:
+            if p.endswith(".png"):
+                name = os.path.basename(p)
+                md += [f"![{name[:-4]}]({name}) ([SVG]({name[:-4]}.svg))", ""]
+
+    readme = [BEGIN, "",
+              f"From `scripts/report` on {', '.join(os.path.basename(r.path) for r in runs)} "
+              f"({'; '.join(sorted({r.cpu_model or r.host for r in runs} | {r.gpu_model for r in runs if r.gpu_model}))}).",
+              ""]
+    readme += [line.replace("### ", "#### ") for line in wp_md + opt_md]
+    readme += ["#### Claims (CLAIMS.md)", "", "| # | claim | verdict | deciding numbers |", "|---:|---|---|---|"]
+    for v in verdicts:
+        deciding = [line for line in v.lines if "→" in line]
+        why = " ".join(deciding) if deciding and v.verdict != claims.NOT_MEASURED else v.summary
+        why = why if len(why) <= 400 else why[:399] + "…"
+        readme.append(f"| {v.number} | {v.title} | {v.verdict} | {why.replace('|', '/')} |")
+    readme += ["", END]
+    return "\n".join(md) + "\n", "\n".join(readme), csvs, plot_paths
+
+
+def update_readme(path, section, complain):
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        complain(f"{path}: cannot read: {e.strerror}")
+        return False
+    b, e = text.find(BEGIN), text.find(END)
+    if b < 0 or e < 0 or e < b:
+        complain(f"{path}: no '{BEGIN}' … '{END}' markers to replace between")
+        return False
+    new = text[:b] + section + text[e + len(END):]
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(new)
+    os.replace(tmp, path)
+    return True
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    problems = []
+
+    def complain(line):
+        print(f"report: {line}", file=sys.stderr)
+        if not line.startswith("warning:"):
+            problems.append(line)
+
+    runs = load_many(args.results, complain)
+    if not runs:
+        print("report: no results file could be read", file=sys.stderr)
+        return 2
+    cases = all_cases(runs, complain)
+    out_dir = args.out
+    if not out_dir and not args.update_readme:
+        first = args.results[0]
+        out_dir = (first[:-6] if first.endswith(".jsonl") else first[:-5] if first.endswith(".json") else first) + "-report"
+    plots = not args.no_plots and bool(out_dir)
+    if plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("report: plots need python3-matplotlib (scripts/install-deps.sh installs it); --no-plots skips them",
+                  file=sys.stderr)
+            return 2
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+    analyzer = analysis.Analyzer(args.layerbench or analysis.default_layerbench())
+    md, section, csvs, plot_paths = build(runs, cases, analyzer, args.noisy_cv, out_dir, plots, problems)
+    if out_dir:
+        with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
+            f.write(md)
+        for name, text in csvs.items():
+            with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        n_ok = sum(1 for c in cases if c.ok)
+        print(f"report: {len(cases)} cases ({n_ok} measured) from {len(runs)} files -> {out_dir}/report.md, "
+              f"{len(csvs)} CSV files, {len(plot_paths)} plot files")
+    if args.update_readme:
+        if not update_readme(args.update_readme, section, complain):
+            return 2
+        print(f"report: updated the whitepaper section of {args.update_readme}")
+    return 1 if problems else 0

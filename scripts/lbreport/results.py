@@ -1,0 +1,464 @@
+"""Reading layerbench results: Google Benchmark JSON (`layerbench run --out FILE.json`) and
+the per-case stream FILE.jsonl that a run appends to as cases finish (all that an interrupted
+run leaves).
+
+A file that cannot be read is one `LoadError` whose message names the file and what is wrong;
+callers report it and go on with the other files. Nothing here knows a list of kernels,
+backends or dtypes: identity comes from each run object's lb_* fields (or, for plain Google
+Benchmark output, from its name `<kernel id>/<dtype>/<problem>/threads:N`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+from dataclasses import dataclass, field
+
+GPU_BACKENDS = ("cuda", "cublas", "cudnn")  # only for files without lb_device (plain GB output)
+TIME_UNITS_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+ERROR_STATUSES = ("failed", "unsupported", "out_of_memory")
+
+
+class LoadError(Exception):
+    """One line: '<file>: what is wrong'."""
+
+
+def _number(v):
+    """A finite float, or None (Google Benchmark's NaN became null; strings are not numbers)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def parse_problem(line: str) -> tuple[str, dict[str, str]]:
+    """'conv2d mb=1 ic=3 ... name=conv1' -> ('conv2d', {'mb': '1', 'ic': '3', ..., 'name': 'conv1'})."""
+    words = (line or "").split()
+    if not words:
+        return "", {}
+    keys = {}
+    for w in words[1:]:
+        k, _, v = w.partition("=")
+        keys[k] = v
+    return words[0], keys
+
+
+def print_problem(op: str, keys: dict[str, str]) -> str:
+    return " ".join([op] + [f"{k}={v}" for k, v in keys.items()])
+
+
+def problem_without(line: str, *drop: str) -> str:
+    """The problem line with some keys left out: the key that pairs cases across one axis."""
+    op, keys = parse_problem(line)
+    return print_problem(op, {k: v for k, v in keys.items() if k not in drop})
+
+
+def _int(v, default=None):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass
+class Case:
+    """One case (problem x kernel x threads) of one results file, with its repetitions."""
+
+    source: str
+    name: str  # lb_case: '<kernel>/<dtype>/<problem>/threads:N'
+    kernel: str = ""
+    backend: str = ""
+    device: str = ""
+    op: str = ""
+    type: str = ""
+    dtype: str = ""
+    relu: str = ""
+    problem: str = ""  # canonical problem line (lb_problem, else the label)
+    layer: str = ""
+    threads: int = 1
+    cache: str = "hot"
+    blocking_sync: int | None = None
+    status: str = ""
+    reason: str = ""
+    details: str = ""
+    noisy: bool = False
+    cv: float | None = None
+    reps: list[dict] = field(default_factory=list)  # successful iteration rows
+    aggregates: dict[str, dict] = field(default_factory=dict)  # aggregate_name -> row
+    error_message: str = ""
+
+    @property
+    def key(self) -> tuple:
+        """What makes a case the same case in another file."""
+        return (self.name, self.cache, self.blocking_sync)
+
+    @property
+    def label(self) -> str:
+        """The case as people read it: its name, which says "-cold" and "-sync_blocking" itself."""
+        return self.name
+
+    @property
+    def ok(self) -> bool:
+        """Measured: passed or mistrusted, with a time."""
+        return self.status in ("passed", "mistrusted") and self.time_us is not None
+
+    @property
+    def error(self) -> bool:
+        return not self.ok
+
+    @property
+    def keys(self) -> dict[str, str]:
+        return parse_problem(self.problem)[1]
+
+    @property
+    def batch(self) -> int | None:
+        b = self.value("lb_batch")
+        if b:
+            return int(round(b))
+        return _int(self.keys.get("mb"))
+
+    def times_us(self) -> list[float]:
+        out = []
+        for r in self.reps:
+            t = _number(r.get("real_time"))
+            if t is not None:
+                out.append(t * TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0))
+        return out
+
+    @property
+    def time_us(self) -> float | None:
+        """Median time per run() over the repetitions, in microseconds."""
+        ts = self.times_us()
+        if ts:
+            return statistics.median(ts)
+        for agg in ("median", "mean"):
+            r = self.aggregates.get(agg)
+            if r is not None and _number(r.get("real_time")) is not None:
+                return _number(r["real_time"]) * TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0)
+        return None
+
+    def values(self, key: str) -> list[float]:
+        """A counter's value in every repetition (None where absent or NaN left out)."""
+        out = [_number(r.get(key)) for r in self.reps]
+        return [v for v in out if v is not None]
+
+    def value(self, key: str) -> float | None:
+        """A counter's median over the repetitions (else the median or mean aggregate's)."""
+        vs = self.values(key)
+        if vs:
+            return statistics.median(vs)
+        for agg in ("median", "mean"):
+            r = self.aggregates.get(agg)
+            if r is not None and _number(r.get(key)) is not None:
+                return _number(r[key])
+        return None
+
+    @property
+    def flops(self) -> float | None:
+        """FLOPs of one run() (the model's: 2 x MACs)."""
+        macs = self.value("lb_pred_macs")
+        return 2 * macs if macs is not None else None
+
+    @property
+    def gflops(self) -> float | None:
+        v = self.value("lb_flop_per_s")
+        return v / 1e9 if v is not None else None
+
+    @property
+    def device_peak(self) -> float | None:
+        return self.value("lb_device_peak_bytes")
+
+    @property
+    def host_peak(self) -> float | None:
+        return self.value("lb_host_peak_bytes")
+
+
+@dataclass
+class Peak:
+    device: str  # "cpu" | "gpu"
+    kind: str  # f32_fma, bf16_dot, f32_gemm, d2d_copy, ...
+    threads: int | None
+    per_second: float  # FLOP/s, OP/s or bytes/s
+    unit: str  # "FLOP/s", "OP/s", "B/s"
+    how: str
+
+
+_PEAK_RE = re.compile(r"^\s*([0-9.eE+-]+)\s*([kMGTP]?)(FLOP/s|OP/s|OPS|B/s)\s*(?:\((.*)\))?\s*$")
+_PREFIX = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+
+
+def parse_peak(text: str) -> tuple[float, str, str] | None:
+    """'259.2 GFLOP/s (AVX-512 ...)' -> (259.2e9, 'FLOP/s', 'AVX-512 ...'); None if not that shape."""
+    m = _PEAK_RE.match(str(text))
+    if not m:
+        return None
+    try:
+        v = float(m.group(1)) * _PREFIX[m.group(2)]
+    except ValueError:
+        return None
+    unit = "OP/s" if m.group(3) in ("OP/s", "OPS") else m.group(3)
+    return v, unit, m.group(4) or ""
+
+
+@dataclass
+class Run:
+    """One results file."""
+
+    path: str
+    context: dict
+    cases: dict[tuple, Case]
+    warnings: list[str] = field(default_factory=list)
+    rows: int = 0
+
+    @property
+    def name(self) -> str:
+        base = os.path.basename(self.path)
+        for ext in (".jsonl", ".json"):
+            if base.endswith(ext):
+                return base[: -len(ext)]
+        return base
+
+    @property
+    def date(self) -> str:
+        return str(self.context.get("date", ""))
+
+    @property
+    def host(self) -> str:
+        return str(self.context.get("layerbench_host") or self.context.get("host_name") or "?")
+
+    @property
+    def cpu_model(self) -> str:
+        return str(self.context.get("layerbench_cpu_model", ""))
+
+    @property
+    def gpu_model(self) -> str:
+        """The GPU the run had; "" where it had none (layerbench writes "none (why)" then)."""
+        m = str(self.context.get("layerbench_gpu_model", ""))
+        return "" if m.startswith("none") else m
+
+    @property
+    def commit(self) -> str:
+        return str(self.context.get("layerbench_git_commit", ""))
+
+    def peaks(self) -> list[Peak]:
+        out = []
+        for k, v in self.context.items():
+            if not k.startswith("layerbench_peak_") or k == "layerbench_peaks_cache":
+                continue
+            parsed = parse_peak(v)
+            if parsed is None:
+                continue
+            rest = k[len("layerbench_peak_"):]
+            if rest.startswith("gpu_"):
+                out.append(Peak("gpu", rest[4:], None, *parsed))
+            else:
+                m = re.match(r"^(.*)_threads(\d+)$", rest)
+                if m:
+                    out.append(Peak("cpu", m.group(1), int(m.group(2)), *parsed))
+                else:
+                    out.append(Peak("cpu", rest, None, *parsed))
+        return out
+
+
+def _identity_from_name(name: str) -> dict:
+    """For plain Google Benchmark output: '<kernel>/<dtype>/<problem>/threads:N/manual_time'."""
+    parts = name.split("/")
+    out = {"lb_kernel": parts[0]}
+    if len(parts) > 1:
+        out["lb_dtype"] = parts[1]
+    for p in parts:
+        if p.startswith("threads:"):
+            out["lb_threads"] = _int(p[len("threads:"):], 1)
+    pieces = parts[0].split(".")
+    if len(pieces) >= 2:
+        out["lb_op"] = pieces[0]
+        out["lb_backend"] = pieces[1]
+        out["lb_device"] = "gpu" if pieces[1] in GPU_BACKENDS else "cpu"
+    return out
+
+
+def _case_name(row: dict) -> str:
+    if isinstance(row.get("lb_case"), str) and row["lb_case"]:
+        return row["lb_case"]
+    name = str(row.get("run_name") or row.get("name") or "")
+    return re.sub(r"/(manual|real)_time(_\w+)?$", "", name)
+
+
+def _type_of(op: str, keys: dict) -> str:
+    if op == "conv2d":
+        g, ic, oc = keys.get("g", "1"), keys.get("ic"), keys.get("oc")
+        if g not in ("1", "") and g == ic == oc:
+            return "depthwise"
+        if keys.get("kh") == "1" and keys.get("kw", "1") == "1" and g in ("1", ""):
+            return "pointwise"
+        return "conv"
+    return op
+
+
+def _status_of(row: dict) -> str:
+    s = row.get("lb_status")
+    if isinstance(s, str) and s:
+        return s
+    if row.get("error_occurred"):
+        msg = str(row.get("error_message", ""))
+        for st in ("unsupported", "out of memory", "failed"):
+            if msg.startswith(st):
+                return st.replace(" ", "_")
+        return "failed"
+    return "passed"
+
+
+def build_cases(path: str, rows: list[dict]) -> dict[tuple, Case]:
+    cases: dict[tuple, Case] = {}
+    seen: set[tuple] = set()
+    for row in rows:
+        name = _case_name(row)
+        ident = _identity_from_name(name)
+        ident.update({k: v for k, v in row.items() if k.startswith("lb_")})
+        problem = ident.get("lb_problem") or row.get("label") or ""
+        op, keys = parse_problem(problem)
+        blocking = ident.get("lb_blocking_sync")
+        blocking = int(blocking) if _number(blocking) is not None else None
+        c = Case(source=path, name=name)
+        c.cache = str(ident.get("lb_cache") or "hot")
+        c.blocking_sync = blocking
+        key = c.key
+        if key not in cases:
+            c.kernel = str(ident.get("lb_kernel", ""))
+            c.backend = str(ident.get("lb_backend", ""))
+            c.device = str(ident.get("lb_device", ""))
+            c.op = str(ident.get("lb_op") or op)
+            c.type = str(ident.get("lb_type") or _type_of(op, keys))
+            c.dtype = str(ident.get("lb_dtype") or keys.get("dt", ""))
+            c.relu = str(ident.get("lb_relu") or keys.get("relu", ""))
+            c.problem = str(problem)
+            c.layer = str(ident.get("lb_layer") or keys.get("name", ""))
+            c.threads = _int(ident.get("lb_threads"), 1) or 1
+            cases[key] = c
+        c = cases[key]
+        # A --resume or a merge can repeat a row; keep each (repetition, aggregate) once.
+        dedupe = (key, row.get("repetition_index"), row.get("aggregate_name"), row.get("run_type"))
+        if dedupe in seen:
+            continue
+        seen.add(dedupe)
+        if not c.status:
+            c.status = _status_of(row)
+        c.reason = str(row.get("lb_reason") or c.reason or row.get("error_message") or "")
+        c.details = str(row.get("lb_details") or c.details)
+        c.noisy = c.noisy or bool(row.get("lb_noisy"))
+        if _number(row.get("lb_cv")) is not None:
+            c.cv = _number(row["lb_cv"])
+        if row.get("error_occurred"):
+            c.error_message = str(row.get("error_message", ""))
+            if c.status in ("passed", "mistrusted"):
+                c.status = _status_of({"error_occurred": True, "error_message": c.error_message})
+            continue
+        if row.get("run_type") == "aggregate":
+            c.aggregates[str(row.get("aggregate_name", ""))] = row
+        else:
+            c.reps.append(row)
+    for c in cases.values():
+        if c.cv is None:
+            ts = c.times_us()
+            if len(ts) > 1 and statistics.mean(ts) > 0:
+                c.cv = statistics.pstdev(ts) / statistics.mean(ts)
+        if c.status in ("passed", "mistrusted") and c.time_us is None:
+            c.status = "failed"
+            c.reason = c.reason or "no timed repetition in the file"
+    return cases
+
+
+def _describe_json_error(text: str, e: json.JSONDecodeError) -> str:
+    if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
+        return f"truncated: the JSON ends at line {e.lineno} before it is complete"
+    return f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}"
+
+
+def _check_rows(rows, where: str) -> None:
+    for i, r in enumerate(rows):
+        if not isinstance(r, dict):
+            raise LoadError(f"{where}: benchmarks[{i}] is not an object")
+        if not (r.get("name") or r.get("lb_case")):
+            raise LoadError(f"{where}: benchmarks[{i}] has no 'name'")
+
+
+def load(path: str) -> Run:
+    """Reads one results file (.json or .jsonl). Raises LoadError (one line) when it cannot."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise LoadError(f"{path}: not a text file ({e.reason} at byte {e.start})") from None
+    if not text.strip():
+        raise LoadError(f"{path}: empty file")
+    warnings: list[str] = []
+    if path.endswith(".jsonl"):
+        context: dict = {}
+        rows: list[dict] = []
+        lines = text.split("\n")
+        last = max(i for i, ln in enumerate(lines) if ln.strip())
+        for i, ln in enumerate(lines):
+            if not ln.strip():
+                continue
+            try:
+                obj = json.loads(ln)
+            except json.JSONDecodeError as e:
+                if i == last:
+                    warnings.append(f"{path}:{i + 1}: torn last line ignored (the run stopped while writing it)")
+                    continue
+                raise LoadError(f"{path}:{i + 1}: malformed line ({e.msg} at column {e.colno})") from None
+            if not isinstance(obj, dict):
+                raise LoadError(f"{path}:{i + 1}: not a JSON object")
+            if "context" in obj and isinstance(obj["context"], dict) and len(obj) == 1:
+                context = obj["context"]
+            else:
+                rows.append(obj)
+        _check_rows(rows, path)
+        if not context:
+            warnings.append(f"{path}: no context line (machine and peaks unknown)")
+    else:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise LoadError(f"{path}: {_describe_json_error(text, e)}") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+            raise LoadError(f"{path}: not a Google Benchmark results file (no 'benchmarks' list)")
+        context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
+        rows = doc["benchmarks"]
+        _check_rows(rows, path)
+    run = Run(path=path, context=context, cases=build_cases(path, rows), warnings=warnings, rows=len(rows))
+    return run
+
+
+def load_many(paths: list[str], complain) -> list[Run]:
+    """Loads every file it can; calls complain(line) once per file that it cannot and per warning."""
+    runs = []
+    for p in paths:
+        try:
+            run = load(p)
+        except LoadError as e:
+            complain(str(e))
+            continue
+        for w in run.warnings:
+            complain("warning: " + w)
+        runs.append(run)
+    return runs
+
+
+def all_cases(runs: list[Run], complain=None) -> list[Case]:
+    """Cases of every run; where two files hold the same case, the later file's is kept."""
+    by_key: dict[tuple, Case] = {}
+    dupes = 0
+    for run in runs:
+        for k, c in run.cases.items():
+            if k in by_key:
+                dupes += 1
+            by_key[k] = c
+    if dupes and complain:
+        complain(f"warning: {dupes} cases appear in more than one file; the later file's are used")
+    return list(by_key.values())

@@ -1,0 +1,125 @@
+#!/usr/bin/python3
+"""scripts/compare: regressions in time and memory are found (and only they), the U test
+decides where repetitions allow, newly failing cases count, broken files are one line."""
+
+import copy
+import unittest
+
+from helpers import TempDir, fixture, load_json, scaled, script, write_results
+
+FC = "conv2d.onednn.default/f32/conv1-mb1/threads:1"  # cv 0.3 %: its repetitions separate cleanly
+CONV1 = "conv2d.onednn.default/f32/conv1-mb2/threads:1"
+# The three repetitions of one case, to make them overlap or separate at will.
+TINY = "dense.onednn.default/f32/mb1ic64oc33/threads:1"
+
+
+class Compare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cpu = load_json("cpu_run.json")
+
+    def compare(self, b_doc, *args, a_doc=None):
+        with TempDir() as tmp:
+            a = write_results(tmp, "a.json", a_doc or self.cpu)
+            b = write_results(tmp, "b.json", b_doc)
+            return script("compare", a, b, *args)
+
+    def rows(self, out, verdict):
+        return [l for l in out.splitlines() if l.startswith("|") and l.rstrip(" |").endswith(verdict)]
+
+    def test_identical_runs(self):
+        p = self.compare(self.cpu)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("compare: 0 regressions", p.stdout)
+        self.assertIn("(geometric mean): 1.000 (+0.0 %)", p.stdout)
+
+    def test_slower_case_is_a_regression(self):
+        p = self.compare(scaled(self.cpu, FC, "real_time", 1.5))
+        self.assertEqual(p.returncode, 1, p.stdout)
+        rows = self.rows(p.stdout, "regression")
+        self.assertEqual(len(rows), 1, p.stdout)
+        self.assertIn(FC, rows[0])
+        self.assertIn("| time |", rows[0])
+        self.assertIn("1.500", rows[0])
+        self.assertIn("| 0.05 |", rows[0])  # 3 vs 3, complete separation: the smallest one-sided p
+        self.assertIn("compare: 1 regressions (1 slower or bigger, 0 newly failing)", p.stdout)
+
+    def test_below_threshold_is_not(self):
+        self.assertEqual(self.compare(scaled(self.cpu, FC, "real_time", 1.03)).returncode, 0)
+        self.assertEqual(self.compare(scaled(self.cpu, FC, "real_time", 1.5), "--threshold", "0.6").returncode, 0)
+
+    def test_faster_is_an_improvement(self):
+        p = self.compare(scaled(self.cpu, FC, "real_time", 0.5))
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(len(self.rows(p.stdout, "improvement")), 1)
+
+    def test_not_significant_is_not(self):
+        # Median 30 % slower, but the repetitions overlap: the U test says it could be noise.
+        b = copy.deepcopy(self.cpu)
+        a = copy.deepcopy(self.cpu)
+        reps_a = [r for r in a["benchmarks"] if r.get("lb_case") == TINY and r.get("run_type") == "iteration"]
+        reps_b = [r for r in b["benchmarks"] if r.get("lb_case") == TINY and r.get("run_type") == "iteration"]
+        for r, t in zip(reps_a, (1.0, 1.5, 2.0)):
+            r["real_time"] = t
+        for r, t in zip(reps_b, (0.9, 1.95, 2.6)):
+            r["real_time"] = t
+        p = self.compare(b, a_doc=a)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        line = next(l for l in p.stdout.splitlines() if TINY in l and "| time |" in l)
+        self.assertIn("1.300", line)
+
+    def test_memory_regression(self):
+        p = self.compare(scaled(self.cpu, CONV1, "lb_host_peak_bytes", 1.4))
+        self.assertEqual(p.returncode, 1, p.stdout)
+        rows = self.rows(p.stdout, "regression")
+        self.assertEqual(len(rows), 1)
+        self.assertIn("host peak MB", rows[0])
+
+    def test_small_memory_change_in_bytes_is_not(self):
+        # +40 % of 0.12 MB is under the 256 KiB floor: pages, not a regression.
+        tiny = scaled(self.cpu, TINY, "lb_host_peak_bytes", 1.4)
+        self.assertEqual(self.compare(tiny).returncode, 0)
+
+    def test_utilisation_reported_not_judged(self):
+        p = self.compare(scaled(self.cpu, FC, "lb_cpu_util_avg", 0.5), "--all")
+        self.assertEqual(p.returncode, 0)
+        self.assertTrue(any(FC in l and "CPU util %" in l for l in p.stdout.splitlines()))
+
+    def test_newly_failing(self):
+        b = copy.deepcopy(self.cpu)
+        for r in b["benchmarks"]:
+            if r.get("lb_case") == FC:
+                r.update(error_occurred=True, error_message="failed: dst: max error 1 > tolerance 1e-06",
+                         lb_status="failed")
+        p = self.compare(b)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("1 newly failing", p.stdout)
+
+    def test_untested_with_two_repetitions(self):
+        b = scaled(self.cpu, FC, "real_time", 1.5)
+        for doc in (b,):
+            doc["benchmarks"] = [r for r in doc["benchmarks"] if r.get("repetition_index") != 2]
+        a = copy.deepcopy(self.cpu)
+        a["benchmarks"] = [r for r in a["benchmarks"] if r.get("repetition_index") != 2]
+        p = self.compare(b, a_doc=a)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("regression (untested)", p.stdout)
+        self.assertIn("rest on the threshold alone", p.stdout)
+
+    def test_broken_file(self):
+        p = script("compare", fixture("cpu_run.json"), fixture("truncated.json"))
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.strip().count("\n"), 0)
+        self.assertIn("truncated.json: truncated", p.stderr)
+
+    def test_csv(self):
+        with TempDir() as tmp:
+            out = tmp + "/c.csv"
+            p = script("compare", fixture("cpu_run.json"), fixture("cpu_run.json"), "--csv", out)
+            self.assertEqual(p.returncode, 0)
+            with open(out) as f:
+                self.assertTrue(f.readline().startswith("case,metric,a,b,ratio,p_value"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""scripts/report as a user runs it: on the CPU run, on CPU + GPU, with broken files among
+the inputs; the README section on a copy; and the claims' rules on cases made here.
+
+LAYERBENCH (set by ctest) names the layerbench binary for the network tables; without it
+those tests are skipped."""
+
+import csv
+import io
+import os
+import re
+import shutil
+import unittest
+
+from helpers import TempDir, fixture, script
+
+from lbreport import claims
+from lbreport.results import Case
+
+LAYERBENCH = os.environ.get("LAYERBENCH")
+CLAIM_TITLES = 10
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def section(md, title):
+    """The text of a '## title' section."""
+    m = re.search(r"^## " + re.escape(title) + r"\n(.*?)(?=^## |\Z)", md, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def verdicts(md):
+    return {int(n): v for n, v in re.findall(r"^### (\d+)\. .* — \*\*(.+?)\*\*$", md, re.M)}
+
+
+class CpuOnly(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = TempDir()
+        cls.out = os.path.join(cls.tmp.__enter__(), "report")
+        args = [fixture("cpu_run.json"), "--out", cls.out] + (["--layerbench", LAYERBENCH] if LAYERBENCH else [])
+        cls.p = script("report", *args)
+        cls.md = read(os.path.join(cls.out, "report.md"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.__exit__(None, None, None)
+
+    def test_exit_and_files(self):
+        self.assertEqual(self.p.returncode, 0, self.p.stderr)
+        files = set(os.listdir(self.out))
+        for name in ("report.md", "whitepaper.csv", "optimisations.csv", "claims.csv", "cases.csv", "noisy.csv",
+                     "failed.csv", "cpu_vs_gpu.csv", "ours_vs_vendor.csv"):
+            self.assertIn(name, files)
+        for stem in ("throughput_vs_batch", "memory_vs_batch", "roofline_cpu_amd-epyc", "cpu_vs_gpu_time"):
+            png, svg = os.path.join(self.out, stem + ".png"), os.path.join(self.out, stem + ".svg")
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n", stem)
+            with open(svg, encoding="utf-8") as f:
+                text = f.read()
+            self.assertIn("<svg", text)
+            self.assertGreater(os.path.getsize(png), 10000, stem)
+
+    def test_whitepaper_rows(self):
+        rows = list(csv.DictReader(io.StringIO(read(os.path.join(self.out, "whitepaper.csv")))))
+        self.assertEqual({r["type"] for r in rows}, {"dense", "conv", "depthwise", "pointwise", "lstm"})
+        for r in rows:
+            self.assertEqual(r["device"], "cpu")
+            self.assertGreater(float(r["time_us_sum"]), 0)
+            self.assertGreater(float(r["gflop_per_s"]), 0)
+            self.assertEqual(r["device_peak_bytes_max"], "")  # never invented on a CPU-only run
+            self.assertEqual(r["gpu_util_avg_median"], "")
+
+    def test_optimisations(self):
+        rows = list(csv.DictReader(io.StringIO(read(os.path.join(self.out, "optimisations.csv")))))
+        opts = {r["optimisation"] for r in rows}
+        self.assertTrue({"bf16 vs f32", "i8 vs f32", "in-place vs separate ReLU", "fused vs separate ReLU"} <= opts)
+        bf16 = [r for r in rows if r["optimisation"] == "bf16 vs f32"]
+        # bf16 halves the tensors: -50 % within rounding, computed from lb_tensor_bytes.
+        for r in bf16:
+            self.assertAlmostEqual(float(r["tensor_bytes_pct"]), -50.0, delta=0.5)
+
+    def test_gpu_parts_say_what_they_need(self):
+        self.assertIn("not measured: needs a GPU run", section(self.md, "CPU vs GPU"))
+        v = verdicts(self.md)
+        self.assertEqual(len(v), CLAIM_TITLES)
+        self.assertEqual(v[2], "not measured")
+        self.assertEqual(v[10], "not measured")
+        self.assertIn("GPU part not measured: needs", self.md)
+        self.assertIn("device memory not measured: needs", self.md)
+
+    def test_claims_with_cpu_numbers(self):
+        v = verdicts(self.md)
+        for n in (3, 5, 6, 7, 8, 9):
+            self.assertIn(v[n], ("confirmed", "refuted", "depends"), f"claim {n}")
+        claims_md = section(self.md, "Claims")
+        self.assertIn("fixed part", claims_md)
+        self.assertRegex(claims_md, r"MAC ratio separable ÷ standard \(model\): median 0\.11")
+        self.assertRegex(claims_md, r"CPU: separable takes [0-9.]+× the standard convolution's time")
+        self.assertIn("GPU time not measured: needs", claims_md)
+
+    def test_noisy_and_unsupported_listed(self):
+        self.assertIn("conv2d.eigen.im2col/f32/dw8-mb1/threads:1", section(self.md, "Failed, out-of-memory, "
+                                                                             "unsupported and mistrusted cases"))
+        noisy = section(self.md, "Noisy cases")
+        self.assertIn("Coefficient of variation", noisy)
+        self.assertIn("dense.onednn.default/f32/fc-mb1/threads:1", noisy)  # cv 0.22 in the real run
+
+    @unittest.skipUnless(LAYERBENCH, "LAYERBENCH (the layerbench binary) is not set")
+    def test_network_tables(self):
+        nets = section(self.md, "Networks")
+        self.assertIn("### mobilenet_v1, batch 1", nets)
+        self.assertIn("### lstm_lm, batch 4", nets)
+        self.assertRegex(nets, r"\| pw8 \| pointwise \| 512x14x14 \| 262,656 \|")
+        self.assertRegex(nets, r"\| \*\*total\*\* \|  \|  \| 4,221,032 \|")
+        rows = list(csv.DictReader(io.StringIO(read(os.path.join(self.out, "network_mobilenet_v1_batch1.csv")))))
+        fc = next(r for r in rows if r["layer"] == "fc")
+        self.assertGreater(float(fc["time_us_onednn_cpu_t1"]), 0)
+
+
+class CpuAndGpu(unittest.TestCase):
+    def test_everything_together_with_broken_files(self):
+        with TempDir() as tmp:
+            out = os.path.join(tmp, "r")
+            p = script("report", fixture("cpu_run.json"), fixture("gpu_run.json"), fixture("failures.json"),
+                       fixture("truncated.json"), fixture("interrupted.jsonl"), fixture("not_results.json"),
+                       "--out", out, "--no-plots")
+            self.assertEqual(p.returncode, 1, p.stderr)  # some inputs unreadable, report made from the rest
+            errors = [l for l in p.stderr.splitlines() if "warning" not in l]
+            self.assertEqual(len(errors), 2, p.stderr)
+            self.assertTrue(any("truncated.json: truncated" in l for l in errors))
+            self.assertTrue(any("not_results.json: not a Google Benchmark results file" in l for l in errors))
+            md = read(os.path.join(out, "report.md"))
+            self.assertIn("Files that could not be read", md)
+            cg = section(md, "CPU vs GPU")
+            self.assertIn("GPU speed-up", cg)
+            self.assertRegex(cg, r"dense ic=64 oc=33 \| dense \| 1 \| f32 .* 0\.\d\d× \|")  # the CPU wins tiny ones
+            vendor = section(md, "Our kernels vs the vendor's")
+            self.assertIn("dense.cuda.tiled", vendor)
+            v = verdicts(md)
+            self.assertEqual(v[2], "confirmed")  # spin ~100 % vs blocking ~5 %
+            self.assertEqual(v[6], "confirmed")
+            failed = section(md, "Failed, out-of-memory, unsupported and mistrusted cases")
+            for needle in ("dense.onednn.default/f32/mb3ic17oc5/threads:1", "repro: layerbench check",
+                           "lstm.cudnn.default/f32/mb65536t35ic650hc650l2/threads:1", "out_of_memory", "mistrusted"):
+                self.assertIn(needle, failed)
+            self.assertFalse([f for f in os.listdir(out) if f.endswith(".png")])
+
+    def test_nothing_readable(self):
+        p = script("report", fixture("empty.json"), fixture("malformed.json"), "--no-plots", "--out", "/nonexistent")
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 3, p.stderr)
+
+
+class Readme(unittest.TestCase):
+    def test_update_between_markers_on_a_copy(self):
+        with TempDir() as tmp:
+            readme = os.path.join(tmp, "README.md")
+            before, after = "# layerbench\n\nintro\n\n", "\n\n## Layout\n\nthe rest\n"
+            with open(readme, "w") as f:
+                f.write(before + "<!-- whitepaper:begin -->\nold table\n<!-- whitepaper:end -->" + after)
+            p = script("report", fixture("cpu_run.json"), "--update-readme", readme)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            text = read(readme)
+            self.assertTrue(text.startswith(before) and text.endswith(after))
+            self.assertNotIn("old table", text)
+            self.assertIn("| layer type | device | backend |", text)
+            self.assertIn("#### Claims (CLAIMS.md)", text)
+            self.assertEqual(text.count("<!-- whitepaper:begin -->"), 1)
+            # A second run replaces, it does not append.
+            script("report", fixture("cpu_run.json"), "--update-readme", readme)
+            self.assertEqual(read(readme), text)
+
+    def test_no_markers(self):
+        with TempDir() as tmp:
+            readme = os.path.join(tmp, "README.md")
+            shutil.copyfile(fixture("not_results.json"), readme)
+            p = script("report", fixture("cpu_run.json"), "--update-readme", readme)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no '<!-- whitepaper:begin -->'", p.stderr)
+
+
+def case(name, **kw):
+    """A measured case made here, for the rules."""
+    c = Case(source="t.json", name=name, kernel=kw.pop("kernel", "conv2d.x.y"), backend=kw.pop("backend", "x"),
+             device=kw.pop("device", "cpu"), op=kw.pop("op", "conv2d"), type=kw.pop("type", "conv"),
+             dtype=kw.pop("dtype", "f32"), relu=kw.pop("relu", "none"), problem=kw.pop("problem"), status="passed")
+    time = kw.pop("time")
+    c.reps = [dict({"real_time": time, "time_unit": "us"}, **kw) for _ in range(3)]
+    return c
+
+
+class Rules(unittest.TestCase):
+    def test_inplace_relu_refuted_when_it_saves_nothing(self):
+        cs = []
+        for relu in ("inplace", "separate"):
+            cs.append(case(f"k/f32/p-relu_{relu}", relu=relu, time=10.0, lb_host_peak_bytes=8e6, lb_tensor_bytes=4e6,
+                           problem=f"dense mb=1 ic=4 oc=4 dt=f32 relu={relu}"))
+        self.assertEqual(claims.claim6(cs).verdict, "refuted")
+
+    def test_batch_fit_recovers_fixed_and_slope(self):
+        cs = [case(f"k/f32/p-mb{b}", time=10.0 * b, lb_host_peak_bytes=5e6 + 2e6 * b, lb_batch=float(b),
+                   lb_pred_param_bytes=5e6, lb_pred_act_bytes=2e6 * b,
+                   problem=f"conv2d mb={b} ic=8 ih=8 iw=8 oc=8 kh=3 kw=3 dt=f32 relu=none") for b in (1, 4, 16)]
+        fit = claims.memory_fits(cs)[0]
+        self.assertAlmostEqual(fit["fixed"], 5e6)
+        self.assertAlmostEqual(fit["slope"], 2e6)
+        self.assertEqual(claims.claim3(cs).verdict, "confirmed")
+        # Memory exactly proportional to batch: no fixed part, the claim is refuted.
+        prop = [case(f"k/f32/p-mb{b}", time=10.0 * b, lb_host_peak_bytes=2e6 * b, lb_batch=float(b),
+                     problem=f"conv2d mb={b} ic=8 ih=8 iw=8 oc=8 kh=3 kw=3 dt=f32 relu=none") for b in (1, 4, 16)]
+        self.assertEqual(claims.claim3(prop).verdict, "refuted")
+
+    def test_separable_not_faster_is_refuted(self):
+        dw = case("dw", type="depthwise", time=50.0, lb_pred_macs=903168.0,
+                  problem="conv2d mb=1 ic=512 ih=14 iw=14 oc=512 kh=3 kw=3 sh=1 ph=1 g=512 dt=f32 relu=none")
+        pw = case("pw", type="pointwise", time=60.0, lb_pred_macs=51380224.0,
+                  problem="conv2d mb=1 ic=512 ih=14 iw=14 oc=512 kh=1 kw=1 sh=1 ph=0 g=1 dt=f32 relu=none")
+        std = case("std", type="conv", time=100.0, lb_pred_macs=462422016.0,
+                   problem="conv2d mb=1 ic=512 ih=14 iw=14 oc=512 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=none")
+        v = claims.claim8([dw, pw, std])
+        self.assertEqual(v.verdict, "refuted", v.lines)
+        # Faster, and by less than the MACs say (0.22 of the time for 0.11 of the MACs): confirmed.
+        std.reps = [dict(r, real_time=500.0) for r in std.reps]
+        self.assertEqual(claims.claim8([dw, pw, std]).verdict, "confirmed")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Reading results files: the real CPU run, the GPU run, failures, an interrupted .jsonl, and
+every kind of broken file (one line naming the file; the other files still load)."""
+
+import os
+import unittest
+
+from helpers import fixture
+
+from lbreport import results as R
+
+
+class Loading(unittest.TestCase):
+    def test_cpu_run(self):
+        run = R.load(fixture("cpu_run.json"))
+        self.assertEqual(run.cpu_model, "AMD EPYC")
+        types = {c.type for c in run.cases.values() if c.ok}
+        self.assertEqual(types, {"dense", "conv", "depthwise", "pointwise", "lstm"})
+        c = run.cases[("conv2d.onednn.default/f32/pw8-mb1/threads:1", "hot", None)]
+        self.assertTrue(c.ok)
+        self.assertEqual((c.batch, c.layer, c.dtype, c.relu, c.threads), (1, "pw8", "f32", "none", 1))
+        self.assertEqual(len(c.reps), 3)
+        self.assertAlmostEqual(c.time_us, sorted(c.times_us())[1])
+        # A case kept with its aggregates only uses the repetitions; the aggregates are there too.
+        tiny = run.cases[("dense.onednn.default/f32/mb4ic64oc33/threads:1", "hot", None)]
+        self.assertEqual(set(tiny.aggregates), {"mean", "median", "stddev", "cv"})
+        unsupported = [c for c in run.cases.values() if c.status == "unsupported"]
+        self.assertTrue(unsupported and all(not c.ok and c.reason for c in unsupported))
+
+    def test_peaks_from_context(self):
+        cpu = {(p.kind, p.threads): p for p in R.load(fixture("cpu_run.json")).peaks()}
+        self.assertAlmostEqual(cpu[("f32_fma", 1)].per_second, 259.2e9)
+        self.assertEqual(cpu[("f32_fma", 1)].unit, "FLOP/s")
+        gpu = {p.kind: p for p in R.load(fixture("gpu_run.json")).peaks() if p.device == "gpu"}
+        self.assertAlmostEqual(gpu["d2d_copy"].per_second, 4021e9)
+        self.assertEqual(gpu["d2d_copy"].unit, "B/s")
+        self.assertEqual(gpu["i8_gemm"].unit, "OP/s")
+        self.assertIsNone(R.parse_peak("fast"))
+
+    def test_gpu_run(self):
+        run = R.load(fixture("gpu_run.json"))
+        self.assertTrue(run.gpu_model)
+        spin = [c for c in run.cases.values() if c.device == "gpu" and c.blocking_sync == 0]
+        block = [c for c in run.cases.values() if c.blocking_sync == 1]
+        self.assertTrue(spin and block)
+        # Blocking sync is its own case, named as layerbench names it.
+        self.assertTrue(all(c.name.endswith("-sync_blocking/threads:1") for c in block))
+        spin_names = {c.name for c in spin}
+        self.assertTrue(all(c.name.replace("-sync_blocking/", "/") in spin_names for c in block))
+        self.assertTrue(all(c.device_peak for c in spin))
+        oom = [c for c in run.cases.values() if c.status == "out_of_memory"]
+        self.assertEqual(len(oom), 1)
+
+    def test_failures(self):
+        run = R.load(fixture("failures.json"))
+        st = sorted(c.status for c in run.cases.values())
+        self.assertEqual(st, ["failed", "mistrusted", "out_of_memory", "passed", "unsupported"])
+        failed = next(c for c in run.cases.values() if c.status == "failed")
+        self.assertIn("repro: layerbench check", failed.error_message)
+        self.assertTrue(next(c for c in run.cases.values() if c.status == "mistrusted").ok)
+
+    def test_interrupted_jsonl_with_torn_line(self):
+        run = R.load(fixture("interrupted.jsonl"))
+        self.assertEqual(len(run.warnings), 1)
+        self.assertIn("interrupted.jsonl:16: torn last line", run.warnings[0])
+        self.assertTrue(run.context.get("date"))
+        self.assertTrue(run.cases and all(c.ok for c in run.cases.values()))
+
+
+class Broken(unittest.TestCase):
+    def expect(self, name, words):
+        with self.assertRaises(R.LoadError) as e:
+            R.load(fixture(name))
+        msg = str(e.exception)
+        self.assertTrue(msg.startswith(fixture(name)), msg)
+        self.assertNotIn("\n", msg)
+        for w in words:
+            self.assertIn(w, msg)
+
+    def test_each_kind(self):
+        self.expect("truncated.json", ["truncated"])
+        self.expect("malformed.json", ["malformed JSON at line", "delimiter"])
+        self.expect("not_results.json", ["not a Google Benchmark results file"])
+        self.expect("empty.json", ["empty file"])
+        self.expect("bad_line.jsonl", [":3:", "malformed line"])
+        self.expect("no_such_file.json", ["cannot read"])
+
+    def test_the_others_still_load(self):
+        said = []
+        names = ["truncated.json", "cpu_run.json", "malformed.json", "interrupted.jsonl", "empty.json"]
+        runs = R.load_many([fixture(n) for n in names], said.append)
+        self.assertEqual([os.path.basename(r.path) for r in runs], ["cpu_run.json", "interrupted.jsonl"])
+        errors = [s for s in said if not s.startswith("warning:")]
+        self.assertEqual(len(errors), 3)
+        self.assertEqual(len([s for s in said if s.startswith("warning:")]), 1)
+
+
+class Problems(unittest.TestCase):
+    def test_parse_and_drop_keys(self):
+        op, keys = R.parse_problem("conv2d mb=2 ic=3 ih=5 iw=5 oc=4 kh=3 kw=3 dt=f32 relu=none name=c1")
+        self.assertEqual((op, keys["mb"], keys["name"]), ("conv2d", "2", "c1"))
+        self.assertEqual(R.problem_without("dense mb=1 ic=2 oc=3 dt=bf16 relu=none", "mb", "dt"),
+                         "dense ic=2 oc=3 relu=none")
+
+    def test_plain_google_benchmark_rows(self):
+        rows = [{"name": "dense.cublas.default/f32/mb1ic2oc3/threads:1/manual_time", "run_type": "iteration",
+                 "real_time": 1500.0, "time_unit": "ns", "repetition_index": 0,
+                 "label": "dense mb=1 ic=2 oc=3 dt=f32 relu=none"}]
+        c = next(iter(R.build_cases("x.json", rows).values()))
+        self.assertEqual((c.kernel, c.backend, c.device, c.op, c.type, c.dtype), (
+            "dense.cublas.default", "cublas", "gpu", "dense", "dense", "f32"))
+        self.assertAlmostEqual(c.time_us, 1.5)
+
+
+if __name__ == "__main__":
+    unittest.main()
