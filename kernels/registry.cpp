@@ -51,7 +51,7 @@ std::vector<std::string> Registry::backends() const {
   return out;
 }
 
-const Registry& registry() {
+const Registry& reference_registry() {
   static const Registry r = [] {
     Registry reg;
     register_ref(reg);

@@ -37,8 +37,17 @@ class Registry {
 
 // Registration functions, one per backend (each defined in its backend's folder).
 void register_ref(Registry& r);
+void register_onednn(Registry& r);  // built with LB_HAVE_ONEDNN
+void register_eigen(Registry& r);   // built with LB_HAVE_EIGEN
+void register_cublas(Registry& r);  // built with LB_HAVE_CUDA (cuda/)
+void register_cudnn(Registry& r);   // built with LB_HAVE_CUDA (cuda/)
 
-// The registry with every backend built into this binary.
+// The registry with every backend built into this binary: kernels/backends.cpp, in the
+// lb_backends library, which links every backend (the GPU ones live in cuda/, which
+// itself builds on lb_kernels, so this one function sits above both).
 const Registry& registry();
+
+// The ref backend alone (the oracle verification uses; needs no other backend).
+const Registry& reference_registry();
 
 }  // namespace lb

@@ -238,6 +238,27 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
   }
 }
 
+uint64_t digest(const Tensor& t) {
+  const auto* bytes = static_cast<const unsigned char*>(t.data());
+  const size_t n = t.bytes();
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, bytes + i, 8);
+    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  return h;
+}
+
+InputDigests input_digests(const TensorSet& ts, Op op) {
+  InputDigests d{};
+  for (Arg a : input_args(op)) d[int(a)] = digest(ts.at(a));
+  return d;
+}
+
 void poison(Tensor& t) {
   switch (t.storage()) {
     case Storage::f32:

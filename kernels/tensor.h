@@ -103,6 +103,12 @@ TensorSet make_tensors(const Problem& p);
 // accumulation is exact. The same seed gives the same values on every machine.
 void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed);
 
+// A 64-bit digest of a tensor's bytes (fast: 8 bytes a step), to tell later whether a
+// kernel changed its inputs without keeping a copy of them.
+uint64_t digest(const Tensor& t);
+using InputDigests = std::array<uint64_t, kNumArgs>;  // indexed by Arg; 0 where absent
+InputDigests input_digests(const TensorSet& ts, Op op);
+
 // Writes a NaN pattern no kernel produces (0xa5 bytes for integer storages) over t.
 void poison(Tensor& t);
 bool is_poison(const Tensor& t, int64_t i);

@@ -62,8 +62,8 @@ std::string repro_line(const KernelEntry& k, const Problem& p, uint64_t seed) {
 }
 
 const KernelEntry& oracle(Op op) {
-  for (const auto& k : registry().kernels())
-    if (k.backend() == "ref" && k.op_name() == name(op)) return k;
+  for (const auto& k : reference_registry().kernels())
+    if (k.op_name() == name(op)) return k;
   throw Error("no reference kernel for " + std::string(name(op)));
 }
 
@@ -181,15 +181,61 @@ Tensor take_samples(const Tensor& t, int axis, const std::vector<int64_t>& sampl
   return out;
 }
 
-// Runs one kernel as the harness would: prepare, poison outputs, run, finish, release.
+// Runs one kernel as the harness would: poison outputs, prepare, run, finish, release.
 void run_once(const KernelEntry& k, const Problem& p, TensorSet& ts, const Context& ctx) {
-  auto kernel = k.make();
-  kernel->prepare(p, ts, ctx);
+  // Poisoned before prepare(): a GPU kernel uploads its outputs there, poison included.
   for (Arg a : output_args(p))
     poison(ts.at(a));
+  auto kernel = k.make();
+  kernel->prepare(p, ts, ctx);
   kernel->run(ts);
   kernel->finish(ts);
   kernel->release();
+}
+
+// The reference's outputs for `p` on the given batch samples of got's inputs. A sweep
+// checks the same problem, dtype and inputs under many kernels, thread counts and ReLU
+// modes, so the reference's pre-ReLU output is kept for the last few of them and the
+// mode applied to it: max(y, 0) of the stored y is exactly what the reference writes
+// (rounding is monotonic and keeps 0), so the result is the same as computing afresh.
+TensorSet reference_outputs(const Problem& p, const TensorSet& got, const InputDigests& digests,
+                            const std::vector<int64_t>& samples) {
+  struct Entry {
+    std::string key;
+    Tensor pre_relu;
+  };
+  static std::vector<Entry> cache;  // most recent last
+  constexpr size_t kEntries = 4;
+
+  Problem base = p;
+  base.relu = Relu::none;
+  std::string key = print(base);
+  for (int64_t s : samples)
+    key += " " + std::to_string(s);
+  for (uint64_t d : digests)
+    key += " " + std::to_string(d);
+  auto it = std::find_if(cache.begin(), cache.end(), [&key](const Entry& e) { return e.key == key; });
+  if (it == cache.end()) {
+    const Problem sub = with_batch(base, int64_t(samples.size()));
+    TensorSet ts = make_tensors(sub);
+    for (Arg a : input_args(p.op()))
+      ts.set(a, take_samples(got.at(a), batch_axis(p.op(), a), samples));
+    run_once(oracle(p.op()), sub, ts, Context{});
+    if (cache.size() == kEntries) cache.erase(cache.begin());
+    cache.push_back({key, std::move(ts.at(Arg::dst))});
+    it = cache.end() - 1;
+  }
+  const Tensor& pre = it->pre_relu;
+  auto clipped = [&pre] {
+    Tensor t(pre.storage(), pre.dims(), pre.scale());
+    for (int64_t i = 0; i < pre.elements(); ++i)
+      t.store(i, std::max(pre.load(i), 0.0));
+    return t;
+  };
+  TensorSet out;
+  out.set(Arg::dst, p.relu == Relu::fused || p.relu == Relu::inplace ? clipped() : pre.clone());
+  if (p.relu == Relu::separate) out.set(Arg::relu_dst, clipped());
+  return out;
 }
 
 auto rank(Status s) {
@@ -210,21 +256,18 @@ std::vector<int64_t> verification_samples(const Problem& p, int64_t max_referenc
   return samples;
 }
 
-Verdict verify_outputs(const Problem& p, const TensorSet& got, uint64_t seed, int64_t max_reference_macs) {
+Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
+                       int64_t max_reference_macs) {
   Verdict v;
   v.tolerance = tolerance(p);
   // The inputs must come back untouched: a kernel that scribbles on them is wrong even
-  // when its output happens to match.
-  TensorSet pristine = make_tensors(p);
-  fill_inputs(pristine, p, seed);
-  for (Arg a : input_args(p.op())) {
-    const Tensor& t = got.at(a);
-    if (std::memcmp(t.data(), pristine.at(a).data(), t.bytes()) != 0) {
+  // when its output happens to match. Being untouched, they are the reference's inputs.
+  for (Arg a : input_args(p.op()))
+    if (digest(got.at(a)) != before[int(a)]) {
       v.status = Status::failed;
       v.reason = std::string(name(a)) + ": the kernel modified an input";
       return v;
     }
-  }
   for (Arg a : output_args(p))
     if (std::string why = scan_outputs(name(a), got.at(a)); !why.empty()) {
       v.status = Status::failed;
@@ -234,11 +277,7 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, uint64_t seed, in
 
   // The reference on the sampled part of the batch.
   const std::vector<int64_t> samples = verification_samples(p, max_reference_macs);
-  const Problem sub = with_batch(p, int64_t(samples.size()));
-  TensorSet expect = make_tensors(sub);
-  for (Arg a : input_args(p.op()))
-    expect.set(a, take_samples(pristine.at(a), batch_axis(p.op(), a), samples));
-  run_once(oracle(p.op()), sub, expect, Context{});
+  const TensorSet expect = reference_outputs(p, got, before, samples);
 
   bool first = true;
   for (Arg a : output_args(p)) {
@@ -273,8 +312,9 @@ Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, cons
   try {
     TensorSet got = make_tensors(p);
     fill_inputs(got, p, seed);
+    const InputDigests before = input_digests(got, p.op());
     run_once(k, p, got, ctx);
-    Verdict out = verify_outputs(p, got, seed, max_reference_macs);
+    Verdict out = verify_outputs(p, got, before, max_reference_macs);
     out.repro = v.repro;
     return out;
   } catch (const std::exception& e) {

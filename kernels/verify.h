@@ -47,10 +47,10 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
 // About a second of the reference's double-precision loops on one core.
 inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
 
-// Checks the outputs a kernel wrote into `got`, whose inputs were filled with `seed`:
-// inputs untouched, every output written and finite, values within tolerance of the
-// reference (on a sample of the batch, see above; 0 = the whole batch).
-Verdict verify_outputs(const Problem& p, const TensorSet& got, uint64_t seed,
+// Checks the outputs a kernel wrote into `got`: inputs untouched (their digests equal
+// `before`, taken right after filling), every output written and finite, values within
+// tolerance of the reference (on a sample of the batch, see above; 0 = the whole batch).
+Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
                        int64_t max_reference_macs = kDefaultReferenceMacs);
 
 // Full check of one kernel on one problem: fill, prepare, poison, run, finish,

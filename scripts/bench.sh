@@ -20,7 +20,7 @@ device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9_.\n-' '-')
 fi
-out="results/runs/$(date +%Y-%m-%dT%H%M%S)_$(hostname -s)_${device}.json"
+out="results/runs/$(date +%Y-%m-%dT%H%M%S)_$(hostname -s)_${device}_$$.json"
 for arg in "$@"; do
   case $arg in --out | --out=*) out="" ;; esac  # the caller names the file
 done

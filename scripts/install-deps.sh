@@ -8,9 +8,11 @@ packages=(
   cmake ninja-build g++         # the build
   libgtest-dev libbenchmark-dev # GoogleTest, Google Benchmark
   nlohmann-json3-dev            # results files
-  python3                       # result checks and reports
+  python3 python3-matplotlib python3-numpy python3-scipy  # result checks, reports, plots
+  nodejs chromium               # the dashboard (npm packages) and its headless-browser test
   libdnnl-dev libeigen3-dev     # the oneDNN and Eigen backends (oneDNN 2.6, Eigen 3.4)
   ocl-icd-opencl-dev            # Debian's oneDNN is built with OpenCL; its CMake config needs it
+  clang libclang-rt-14-dev      # the fuzz targets (libFuzzer, clang's sanitizer runtimes)
 )
 
 missing=()

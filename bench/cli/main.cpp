@@ -31,9 +31,10 @@ commands:
   analyze <network | "problem line"> [--batch N] [--dtype D] [--training] [--json]
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
-        [--batch N] [--dtype D,...] [--seed N] [--threads N] [--full]
+        [--batch N] [--dtype D,...] [--seed N] [--threads N] [--full] [--max-macs N]
                                      verify kernels against the reference (default: --suite smoke;
-                                     big problems on a sample of the batch unless --full)
+                                     big problems on a sample of the batch unless --full;
+                                     problems over --max-macs are skipped)
   help                               this text
 )";
 
@@ -54,18 +55,25 @@ int cmd_list(const std::vector<std::string>& argv) {
     backends += " " + b;
   std::cout << "backends built in:" << backends << "\n\n";
   Table t({"kernel", "device", "acc", "dtypes", "idea"}, {true, true, true, true, true});
-  // A small problem of each op probes which dtypes a kernel supports.
-  const std::map<std::string, std::string> probe = {
-      {"dense", "dense mb=2 ic=8 oc=8"},
-      {"conv2d", "conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1"},
-      {"lstm", "lstm mb=2 t=2 ic=8 hc=8"}};
+  // Small problems of each op probe which dtypes a kernel supports: a dtype counts when
+  // any probe of the op is supported (a depthwise-only kernel declines the standard one).
+  const std::map<std::string, std::vector<std::string>> probes = {
+      {"dense", {"dense mb=2 ic=8 oc=8"}},
+      {"conv2d",
+       {"conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1", "conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1 g=4"}},
+      {"lstm", {"lstm mb=2 t=2 ic=8 hc=8"}}};
   std::vector<std::string> reasons;
   for (const auto& k : reg.kernels()) {
     std::string dtypes;
     for (DType dt : kAllDTypes) {
-      Problem p = parse_problem(probe.at(std::string(k.op_name())));
-      p.dt = dt;
-      if (std::string why = k.supports(p); why.empty()) {
+      std::string why;
+      for (const std::string& line : probes.at(std::string(k.op_name()))) {
+        Problem p = parse_problem(line);
+        p.dt = dt;
+        why = k.supports(p);
+        if (why.empty()) break;
+      }
+      if (why.empty()) {
         if (!dtypes.empty()) dtypes += ' ';
         dtypes += name(dt);
       } else {
@@ -146,7 +154,7 @@ void print_network(const Network& net, bool as_json, bool training) {
   t.add({"total", "", "", with_commas(tot.params), fixed(tot.param_bytes / kMB, 2),
          fixed((tot.activation_bytes - net.in_bytes) / kMB, 2), fixed(double(tot.macs) / 1e6, 2)});
   std::cout << t.str() << "\n";
-  std::cout << "MACs " << with_commas(tot.macs) << " (FLOPs = 2 x MACs = " << with_commas(2 * tot.macs)
+  std::cout << "MACs " << with_commas(tot.macs) << " (FLOPs = 2 x MACs = " << fixed(2.0 * double(tot.macs), 0)
             << ")\n";
   if (training)
     std::cout << "memory (training): " << fixed(tot.training_bytes / kMB, 2) << " MB = parameters "
@@ -182,7 +190,7 @@ int cmd_analyze(const std::vector<std::string>& argv) {
 int cmd_check(const std::vector<std::string>& argv) {
   const Args a = parse_args(
       "check", argv,
-      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads"}, {"full"});
+      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads", "max-macs"}, {"full"});
   if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
   const int sources =
       int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
@@ -228,13 +236,20 @@ int cmd_check(const std::vector<std::string>& argv) {
                 " (see layerbench list)");
   }
   const uint64_t seed = uint64_t(a.integer("seed", 1, 0));
+  const int64_t max_macs = a.integer("max-macs", 0, 0);  // 0: no limit
   const Context ctx{int(a.integer("threads", 1))};
 
   int counts[4] = {0, 0, 0, 0};
   for (const Problem& p : problems)
     for (const KernelEntry* k : kernels) {
       if (k->op_name() != name(p.op())) continue;
-      const Verdict v = check_kernel(*k, p, seed, ctx, a.on("full") ? 0 : kDefaultReferenceMacs);
+      Verdict v;
+      if (max_macs && model(p).macs > max_macs) {
+        v.status = Status::skipped;
+        v.reason = "the problem has " + with_commas(model(p).macs) + " MACs, more than --max-macs " + with_commas(max_macs);
+      } else {
+        v = check_kernel(*k, p, seed, ctx, a.on("full") ? 0 : kDefaultReferenceMacs);
+      }
       ++counts[int(v.status)];
       std::printf("%-10s %-24s %s\n           %s\n", std::string(name(v.status)).c_str(), k->info.id.c_str(),
                   print(p).c_str(), v.reason.c_str());

@@ -1,7 +1,9 @@
-// The machine's peak arithmetic rates, measured, not taken from a data sheet: loops of
+// The machine's peak rates, measured, not taken from a data sheet. CPU: loops of
 // independent AVX-512 (else AVX2) FMA, bf16 dot-product (vdpbf16ps) and int8
-// dot-product (vpdpbusd) instructions on 1..N threads. Measured once per machine and
-// thread count and cached (see peaks_cache_path()); "% of peak" divides by these.
+// dot-product (vpdpbusd) instructions on 1..N threads. GPU: the best of ten
+// 8192x8192x8192 cuBLASLt products per dtype, and a large device-to-device copy (bytes
+// read + written). Measured once per machine and cached (see peaks_cache_path()); "% of
+// peak" divides by these.
 #pragma once
 
 #include <string>
@@ -12,7 +14,7 @@
 namespace lb::bench {
 
 struct Peak {
-  std::string kind;  // "f32_fma", "bf16_dot", "i8_dot"
+  std::string kind;           // "f32_fma", "bf16_dot", "i8_dot"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
   int threads = 1;
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
@@ -20,11 +22,12 @@ struct Peak {
 
 class Peaks {
  public:
-  // Loads the cache or measures what is missing for these thread counts (and saves).
-  static Peaks for_threads(const std::vector<int>& threads, bool remeasure);
-  // The peak for a case of this dtype on this many threads; nullptr when none applies
-  // (tf32, f16 and f8 have no CPU peak loop).
-  const Peak* find(DType dt, int threads) const;
+  // Loads the cache or measures what is missing for these thread counts — and the GPU's
+  // peaks when `gpu` — and saves.
+  static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure);
+  // The peak for a case of this dtype on this many threads or on the GPU; nullptr when
+  // none applies (tf32, f16 and f8 have no CPU peak loop).
+  const Peak* find(DType dt, int threads, bool gpu = false) const;
   const std::vector<Peak>& all() const { return peaks_; }
   const std::string& cache_path() const { return path_; }
 

@@ -64,8 +64,8 @@ void CpuSampler::start() {
   running_ = true;
   thread_ = std::thread([this] {
     double wall = start_wall_, cpu = start_cpu_;
-    while (running_) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(interval_));
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::duration<double>(interval_), [this] { return !running_; })) {
       const double w = wall_seconds(), c = process_cpu_seconds();
       if (w > wall) {
         const double util = 100.0 * (c - cpu) / (w - wall);
@@ -78,9 +78,13 @@ void CpuSampler::start() {
 }
 
 void CpuSampler::stop() {
-  if (!running_) return;
+  if (!thread_.joinable()) return;
   const double w = wall_seconds(), c = process_cpu_seconds();
-  running_ = false;
+  {
+    std::lock_guard lock(mutex_);
+    running_ = false;
+  }
+  wake_.notify_one();
   thread_.join();
   average_ = w > start_wall_ ? 100.0 * (c - start_cpu_) / (w - start_wall_) : 0.0;
   // A loop shorter than one interval has no interval of its own: its peak is its average.

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <thread>
 
 namespace lb::bench {
@@ -44,7 +46,9 @@ class CpuSampler {
  private:
   double interval_;
   std::thread thread_;
-  std::atomic<bool> running_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;  // stop() wakes the sampler at once instead of waiting out its sleep
+  bool running_ = false;
   double start_wall_ = 0, start_cpu_ = 0;
   double average_ = 0;
   std::atomic<double> peak_{0};

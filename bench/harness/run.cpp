@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -15,6 +16,10 @@
 #include "bench/harness/runner.h"
 #include "bench/harness/sweep.h"
 #include "bench/harness/sysinfo.h"
+
+#ifdef LB_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
 #include "kernels/common.h"
 #include "kernels/registry.h"
 #include "kernels/verify.h"
@@ -23,7 +28,7 @@ namespace lb::bench {
 
 const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
       [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
-      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold]
+      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
       [--shard i/n] [--out results/runs/NAME.json] [--resume] [--seed N] [--list]
       [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks] [--benchmark_*...]
                                      time every kernel that supports each case (Google Benchmark
@@ -71,7 +76,7 @@ int run_command(const std::vector<std::string>& argv) {
   const cli::Args a =
       cli::parse_args("run", ours,
                       {"suite", "network", "problem", "batch", "dtype", "relu", "threads", "backend",
-                       "kernel", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv"},
+                       "kernel", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync"},
                       {"resume", "remeasure-peaks", "list"});
   if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
 
@@ -94,6 +99,13 @@ int run_command(const std::vector<std::string>& argv) {
   spec.backends = list_of<std::string>(a, "backend", [](const std::string& s) { return s; });
   if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
   spec.kernels = list_of<std::string>(a, "kernel", [](const std::string& s) { return s; });
+  if (auto v = a.get("sync")) {
+    spec.blocking_syncs.clear();
+    for (const std::string& item : cli::split_list(*v)) {
+      if (item != "spin" && item != "blocking") throw Error("--sync " + item + ": expected spin or blocking");
+      spec.blocking_syncs.push_back(item == "blocking");
+    }
+  }
   const std::string cache = a.get("cache").value_or("hot");
   if (cache != "hot" && cache != "cold") throw Error("--cache " + cache + ": expected hot or cold");
   spec.cold = cache == "cold";
@@ -142,19 +154,24 @@ int run_command(const std::vector<std::string>& argv) {
                  cases.size());
 
   std::vector<int> cpu_threads;
-  for (const Case& c : cases)
-    if (c.kernel->info.device == Device::cpu && c.unsupported.empty() &&
-        std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
+  bool any_gpu = false;
+  for (const Case& c : cases) {
+    if (!c.unsupported.empty()) continue;
+    if (c.kernel->info.device == Device::gpu) any_gpu = true;
+    else if (std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
       cpu_threads.push_back(c.threads);
-  const Peaks peaks = Peaks::for_threads(cpu_threads, a.on("remeasure-peaks"));
+  }
+  const Peaks peaks = Peaks::for_threads(cpu_threads, any_gpu, a.on("remeasure-peaks"));
   options.peaks = &peaks;
 
   for (const auto& [key, value] : build_context())
     benchmark::AddCustomContext(key, value);
   for (const Peak& p : peaks.all()) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%.1f GFLOP/s (%s)", p.ops_per_second / 1e9, p.how.c_str());
-    benchmark::AddCustomContext("layerbench_peak_" + p.kind + "_threads" + std::to_string(p.threads), buf);
+    char buf[512];
+    const bool copy = p.kind == "gpu_d2d_copy";
+    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s", p.how.c_str());
+    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
+    benchmark::AddCustomContext("layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);
   }
   benchmark::AddCustomContext("layerbench_peaks_cache", peaks.cache_path());
   benchmark::AddCustomContext("layerbench_verify_reference_macs", std::to_string(options.max_reference_macs));

@@ -8,11 +8,19 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "bench/harness/probes.h"
 #include "kernels/model.h"
 #include "kernels/verify.h"
+
+#ifdef LB_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "cuda/memory.h"
+#include "cuda/runtime.h"
+#endif
 
 namespace lb::bench {
 namespace {
@@ -40,9 +48,30 @@ struct Active {
   std::unique_ptr<Kernel> kernel;
   Model model;
   size_t baseline_rss = 0, setup_peak_rss = 0;
-  double flush_bytes = 0;
   std::vector<char> flush;
+  bool gpu = false;
+  size_t device_base = 0, device_setup_peak = 0, driver_base = 0, driver_setup = 0;
 };
+
+// Device memory around a GPU case: our tracking allocator (buffers and workspaces) and
+// the driver's view (which also holds contexts and library handles).
+void gpu_baseline(Active& a) {
+  if (!a.gpu) return;
+#ifdef LB_HAVE_CUDA
+  cuda::synchronize();
+  a.device_base = cuda::device_bytes_in_use();
+  cuda::reset_device_peak();
+  a.driver_base = cuda::driver_used_bytes();
+#endif
+}
+
+void gpu_after_setup(Active& a) {
+  if (!a.gpu) return;
+#ifdef LB_HAVE_CUDA
+  a.device_setup_peak = cuda::device_bytes_peak();
+  a.driver_setup = cuda::driver_used_bytes();
+#endif
+}
 
 Active& active() {
   static Active a;
@@ -63,8 +92,21 @@ void set_up(const Case& c, const RunOptions& o) {
   release_active_case();
   Active& a = active();
   a.c = &c;
+  a.gpu = c.kernel->info.device == Device::gpu;
   CaseNotes& notes = case_notes()[c.name];
   a.model = model(c.problem);
+#ifdef LB_HAVE_CUDA
+  if (a.gpu) {  // the device holds a copy of every tensor, plus workspaces we cannot know yet
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) == cudaSuccess && a.model.inference_bytes > double(free)) {
+      a.error = "out of memory: needs " + gib(a.model.inference_bytes) + " GiB of device memory, " +
+                gib(double(free)) + " GiB free";
+      notes.status = "out_of_memory";
+      notes.reason = a.error;
+      return;
+    }
+  }
+#endif
   // Our tensors, plus a pristine copy of the inputs for verification.
   const double needed = a.model.inference_bytes + a.model.param_bytes + a.model.src_bytes;
   const double available = double(available_bytes());
@@ -81,15 +123,19 @@ void set_up(const Case& c, const RunOptions& o) {
     a.baseline_rss = rss_bytes();
     a.ts = make_tensors(c.problem);
     fill_inputs(a.ts, c.problem, o.seed);
-    a.kernel = c.kernel->make();
-    a.kernel->prepare(c.problem, a.ts, Context{c.threads});
+    const InputDigests inputs = input_digests(a.ts, c.problem.op());
+    // Poisoned before prepare(): a GPU kernel uploads its outputs there, poison included.
     for (Arg arg : output_args(c.problem))
       poison(a.ts.at(arg));
+    a.kernel = c.kernel->make();
+    gpu_baseline(a);
+    a.kernel->prepare(c.problem, a.ts, Context{c.threads});
     a.kernel->run(a.ts);
     a.kernel->finish(a.ts);
     a.setup_peak_rss = rss_peak_bytes();
+    gpu_after_setup(a);
     notes.details = a.kernel->details();
-    const Verdict v = verify_outputs(c.problem, a.ts, o.seed, o.max_reference_macs);
+    const Verdict v = verify_outputs(c.problem, a.ts, inputs, o.max_reference_macs);
     notes.reason = v.reason;
     if (v.status == Status::failed) {
       a.error = "failed: " + v.reason + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
@@ -143,7 +189,16 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
 
   CpuSampler sampler;
   reset_rss_peak();
-  double total = 0;
+  double total = 0, wall_total = 0;
+#ifdef LB_HAVE_CUDA
+  std::optional<cuda::EventTimer> timer;
+  cuda::GpuUtilSampler gpu_util;
+  if (a.gpu) {
+    timer.emplace(c.blocking);
+    cuda::reset_device_peak();
+    gpu_util.start();
+  }
+#endif
   sampler.start();
   try {
     for (auto _ : state) {
@@ -152,12 +207,24 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
         state.SkipWithError(kInterrupted);
         break;
       }
-      if (c.cold)  // evict the caches outside the timed region
-        for (size_t i = 0; i < a.flush.size(); i += 64)
-          a.flush[i] = char(a.flush[i] + 1);
+      double dt = 0;
       const double t0 = wall_seconds();
-      a.kernel->run(a.ts);
-      const double dt = wall_seconds() - t0;
+      if (a.gpu) {
+#ifdef LB_HAVE_CUDA
+        if (c.cold) cuda::flush_l2();  // queued before the start event: not timed
+        timer->start();
+        a.kernel->run(a.ts);
+        dt = timer->stop();  // waits, spinning or blocking as the case says
+#endif
+      } else {
+        if (c.cold) {  // evict the caches outside the timed region
+          for (size_t i = 0; i < a.flush.size(); i += 64) a.flush[i] = char(a.flush[i] + 1);
+        }
+        const double start = wall_seconds();
+        a.kernel->run(a.ts);
+        dt = wall_seconds() - start;
+      }
+      wall_total += wall_seconds() - t0;
       state.SetIterationTime(dt);
       total += dt;
     }
@@ -179,7 +246,7 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
   k["lb_flop_per_s"] = m.flops / seconds;
   k["lb_bytes_per_s"] = m.min_bytes / seconds;
   if (o.peaks)
-    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads))
+    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads, a.gpu))
       k["lb_pct_peak"] = 100.0 * m.flops / seconds / peak->ops_per_second;
   k["lb_cpu_util_avg"] = sampler.average();
   k["lb_cpu_util_peak"] = sampler.peak();
@@ -191,6 +258,22 @@ void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
   k["lb_pred_macs"] = double(m.macs);
   k["lb_mistrusted"] = notes.status == "mistrusted" ? 1 : 0;
   k["lb_batch"] = double(c.problem.batch());
+#ifdef LB_HAVE_CUDA
+  if (a.gpu) {
+    gpu_util.stop();
+    const size_t device_peak = std::max(a.device_setup_peak, cuda::device_bytes_peak());
+    const size_t driver_now = std::max(a.driver_setup, cuda::driver_used_bytes());
+    k["lb_device_peak_bytes"] = double(device_peak > a.device_base ? device_peak - a.device_base : 0);
+    k["lb_device_driver_bytes"] = double(driver_now > a.driver_base ? driver_now - a.driver_base : 0);
+    if (gpu_util.average() >= 0) {
+      k["lb_gpu_util_avg"] = gpu_util.average();
+      k["lb_gpu_util_peak"] = gpu_util.peak();
+    }
+    k["lb_gpu_busy_pct"] = wall_total > 0 ? 100.0 * total / wall_total : 0;
+    k["lb_host_wall_per_run_s"] = wall_total / double(state.iterations());
+    k["lb_blocking_sync"] = c.blocking ? 1 : 0;
+  }
+#endif
 }
 
 }  // namespace

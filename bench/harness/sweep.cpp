@@ -8,10 +8,11 @@
 
 namespace lb::bench {
 
-std::string problem_name(const Problem& p, bool cold) {
+std::string problem_name(const Problem& p, bool cold, bool blocking) {
   std::string n = p.name.empty() ? short_name(p) : p.name + "-mb" + std::to_string(p.batch());
   if (p.relu != Relu::none) n += "-relu_" + std::string(name(p.relu));
   if (cold) n += "-cold";
+  if (blocking) n += "-sync_blocking";
   return n;
 }
 
@@ -59,6 +60,10 @@ std::vector<Case> expand(const SweepSpec& spec) {
     for (int64_t mb : batches)
       for (DType dt : dtypes)
         for (Relu relu : relus) {
+          // A layer's rows per sample times the batch, checked before it can overflow;
+          // with_batch() then applies a problem line's limits.
+          if (per_sample && mb > (int64_t(1) << 31) / std::max<int64_t>(b.batch(), 1))
+            throw Error("--batch " + std::to_string(mb) + ": layer " + b.name + " would have more than 2^31 rows");
           Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
           p.dt = dt;
           p.relu = relu;
@@ -67,7 +72,7 @@ std::vector<Case> expand(const SweepSpec& spec) {
   }
 
   std::vector<Case> cases;
-  std::set<std::string> reported;  // unsupported pairs are listed once, whatever the batch or threads
+  std::set<std::string> reported;  // kernel|reason of the unsupported entries already listed
   for (const Problem& p : problems)
     for (const KernelEntry& k : reg.kernels()) {
       if (k.op_name() != name(p.op())) continue;
@@ -80,17 +85,20 @@ std::vector<Case> expand(const SweepSpec& spec) {
           std::find(spec.kernels.begin(), spec.kernels.end(), k.info.id) == spec.kernels.end())
         continue;
       const std::string why = k.supports(p);
-      for (int t : spec.threads) {
-        if (t > 1 && !(k.info.multithreaded && k.info.device == Device::cpu)) continue;
-        Case c{&k, p, t, spec.cold, {}, why};
-        c.name = k.info.id + "/" + std::string(name(p.dt)) + "/" + problem_name(p, spec.cold) +
-                 "/threads:" + std::to_string(t);
-        if (!why.empty()) {
-          Problem any_batch = with_batch(p, 1);
-          if (!reported.insert(k.info.id + "|" + print(any_batch)).second) continue;
+      const bool gpu = k.info.device == Device::gpu;
+      // Threads are a CPU axis, the way of waiting for the device a GPU one.
+      const std::vector<bool> syncs = gpu ? spec.blocking_syncs : std::vector<bool>{false};
+      for (int t : spec.threads)
+        for (bool blocking : syncs) {
+          if (t > 1 && !(k.info.multithreaded && !gpu)) continue;
+          Case c{&k, p, t, spec.cold, blocking, {}, why};
+          c.name = k.info.id + "/" + std::string(name(p.dt)) + "/" + problem_name(p, spec.cold, blocking) +
+                   "/threads:" + std::to_string(t);
+          // An unsupported pair is listed once per kernel and reason, whatever the
+          // problem, batch, ReLU mode or threads: one entry says it for all of them.
+          if (!why.empty() && !reported.insert(k.info.id + "|" + why).second) continue;
+          cases.push_back(std::move(c));
         }
-        cases.push_back(std::move(c));
-      }
     }
   std::vector<Case> mine;
   for (size_t i = 0; i < cases.size(); ++i)

@@ -17,6 +17,7 @@ struct SweepSpec {
   std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
   std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
   bool cold = false;                                    // flush caches between timed iterations
+  std::vector<bool> blocking_syncs = {false};           // GPU kernels: spin (false) and/or blocking waits
   int shard = 0, shards = 1;                            // run cases with index % shards == shard
 };
 
@@ -25,6 +26,7 @@ struct Case {
   Problem problem;
   int threads = 1;
   bool cold = false;
+  bool blocking = false;    // GPU: wait for the device by sleeping, not spinning
   std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N
   std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
 };
@@ -33,7 +35,8 @@ struct Case {
 std::vector<Case> expand(const SweepSpec& spec);
 
 // The problem part of a benchmark name: the layer name with its batch, or the shape,
-// then the ReLU mode unless none and "-cold" for cold-cache cases.
-std::string problem_name(const Problem& p, bool cold);
+// then the ReLU mode unless none, "-cold" for cold-cache cases and "-sync_blocking" for
+// GPU cases that wait by sleeping.
+std::string problem_name(const Problem& p, bool cold, bool blocking = false);
 
 }  // namespace lb::bench

@@ -13,14 +13,18 @@
 namespace lb {
 namespace {
 
-enum class Flaw { none, skip_last, nudge, nudge_relu_dst, nan, scribble_input, throws };
+enum class Flaw { none, skip_last, nudge, nudge_relu_dst, nan, scribble_input, throws, ignore_relu };
 
 // The reference kernel with one deliberate flaw applied after it runs.
 class Flawed final : public Kernel {
  public:
   Flawed(Flaw flaw, Op op, double nudge) : flaw_(flaw), nudge_(nudge), ref_(oracle(op).make()) {}
   std::string supports(const Problem& p) const override { return p.dt == DType::f8 ? "flawed: no f8" : ""; }
-  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override { ref_->prepare(p, ts, ctx); }
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    Problem q = p;
+    if (flaw_ == Flaw::ignore_relu) q.relu = Relu::none;
+    ref_->prepare(q, ts, ctx);
+  }
   void run(TensorSet& ts) override {
     if (flaw_ == Flaw::throws) throw Error("boom");
     ref_->run(ts);
@@ -109,6 +113,18 @@ TEST(Verify, SeparateReluOutputIsChecked) {
   const Verdict v = check_kernel(flawed(Flaw::nudge_relu_dst), p, 1);
   EXPECT_EQ(v.status, Status::failed);
   EXPECT_EQ(v.reason.rfind("relu_dst[0]", 0), 0u) << v.reason;
+}
+
+TEST(Verify, EveryReluModeIsCheckedAgainstItsOwnReference) {
+  // The reference's pre-ReLU output is reused across ReLU modes of the same inputs; a
+  // kernel that forgets the ReLU must still fail every mode that has one.
+  for (Relu relu : kAllRelus) {
+    Problem p = kDense;
+    p.relu = relu;
+    EXPECT_EQ(check_kernel(flawed(Flaw::none), p, 1).status, Status::passed) << name(relu);
+    if (relu == Relu::fused || relu == Relu::inplace)
+      EXPECT_EQ(check_kernel(flawed(Flaw::ignore_relu), p, 1).status, Status::failed) << name(relu);
+  }
 }
 
 TEST(Verify, NanFails) {

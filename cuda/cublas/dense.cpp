@@ -1,0 +1,161 @@
+// dense.cublas.lt — fully connected layers on cuBLASLt, the vendor yardstick.
+//
+// y = x·Wᵀ + b with x M×K, W N×K, y M×N row-major (M = mb, N = oc, K = ic). cuBLASLt is
+// column-major, so it computes yᵀ (N×M, ld N) = W (read as K×N, transposed) · xᵀ (K×M):
+// the "TN" layout, which the fp8 tensor cores require as well. The bias is added, and
+// for relu=fused clipped, in cuBLASLt's epilogue (CUBLASLT_EPILOGUE_BIAS / RELU_BIAS);
+// relu=inplace and =separate run our own element-wise kernel after the product.
+//
+// dtypes: f32 (CUBLAS_COMPUTE_32F: true fp32), tf32 (CUBLAS_COMPUTE_32F_FAST_TF32),
+// f16 and bf16 (f32 accumulation), f8 e4m3 with an f32 output (sm_89+). i8 is not
+// offered: cuBLASLt multiplies s8 by s8, our int8 problems are u8 activations × s8.
+// The algorithm is cuBLASLt's heuristic first choice with a 32 MiB workspace limit;
+// details() records it.
+#include <memory>
+#include <vector>
+
+#include "cuda/check.h"
+#include "cuda/elementwise.h"
+#include "cuda/gpu_kernel.h"
+#include "kernels/registry.h"
+
+namespace lb::cuda {
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t(32) << 20;
+
+cublasLtHandle_t lt_handle() {
+  static cublasLtHandle_t h = [] {
+    cublasLtHandle_t handle = nullptr;
+    LB_CUBLAS_CHECK(cublasLtCreate(&handle));
+    return handle;
+  }();
+  return h;
+}
+
+cudaDataType_t cuda_type(Storage s) {
+  switch (s) {
+    case Storage::f32: return CUDA_R_32F;
+    case Storage::f16: return CUDA_R_16F;
+    case Storage::bf16: return CUDA_R_16BF;
+    case Storage::e4m3: return CUDA_R_8F_E4M3;
+    default: throw Error("cublas: no CUDA data type for storage " + std::string(name(s)));
+  }
+}
+
+class CublasLtDense final : public GpuKernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (p.dt == DType::i8) return "cuBLASLt multiplies s8 x s8; int8 problems are u8 activations x s8 weights";
+    return gpu_unusable(p.dt == DType::f8 ? 89 : 0);
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context&) override {
+    release();
+    upload(p, ts);
+    const Dense& d = p.dense();
+    const cudaDataType_t in = cuda_type(storage_of(p.dt, Arg::wei)), out = cuda_type(storage_of(p.dt, Arg::dst));
+    const cublasComputeType_t compute = p.dt == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    LB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const cublasLtEpilogue_t epilogue = p.relu == Relu::fused ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    // A = W as K×N (ld K), B = x as K×M (ld K), C = D = y as N×M (ld N), all column-major.
+    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in, d.ic, d.oc, d.ic));
+    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in, d.ic, d.mb, d.ic));
+    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, out, d.oc, d.mb, d.oc));
+    cublasLtMatmulPreference_t pref = nullptr;
+    LB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    LB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                         &kMaxWorkspace, sizeof kMaxWorkspace));
+
+    // The bias must be of the output's type, except for fp8 with an f32 output, where
+    // cuBLASLt documents bf16 (f16 and f32 are tried after it). Our bias is f32 on the
+    // host; a converted device copy is made when another type is needed.
+    std::vector<Storage> bias_types = {storage_of(p.dt, Arg::dst)};
+    if (p.dt == DType::f8) bias_types = {Storage::bf16, Storage::f16, Storage::f32};
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    for (Storage bias : bias_types) {
+      const cudaDataType_t bias_type = cuda_type(bias);
+      LB_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+      if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found) ==
+              CUBLAS_STATUS_SUCCESS &&
+          found > 0) {
+        bias_storage_ = bias;
+        break;
+      }
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0)
+      throw Error("cublas: cuBLASLt found no algorithm for " + print(p) + " (tried bias types for this dtype)");
+    algo_ = result.algo;
+    workspace_ = DeviceBuffer(result.workspaceSize);
+
+    const Tensor& host_bias = ts.at(Arg::bias);
+    const void* bias_ptr = dev(Arg::bias);
+    if (bias_storage_ != Storage::f32) {
+      Tensor converted(bias_storage_, host_bias.dims());
+      for (int64_t i = 0; i < host_bias.elements(); ++i) converted.store(i, host_bias.load(i));
+      bias_ = DeviceBuffer(converted.bytes());
+      extra_bytes_ = bias_.bytes();
+      LB_CUDA_CHECK(cudaMemcpy(bias_.get(), converted.data(), converted.bytes(), cudaMemcpyHostToDevice));
+      bias_ptr = bias_.get();
+    }
+    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                                                   sizeof bias_ptr));
+
+    int id = -1, tile = -1, stages = -1;
+    size_t written = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
+    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
+    details_ = "cuBLASLt heuristic #1: algo " + std::to_string(id) + ", tile " + std::to_string(tile) + ", stages " +
+               std::to_string(stages) + ", workspace " + std::to_string(result.workspaceSize) + " B, bias " +
+               std::string(name(bias_storage_));
+  }
+
+  void run(TensorSet&) override {
+    const float alpha = 1.0f, beta = 0.0f;
+    LB_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), desc_, &alpha, dev(Arg::wei), a_, dev(Arg::src), b_, &beta,
+                                   dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_, workspace_.get(), workspace_.bytes(),
+                                   0));
+    const int64_t n = problem_.dense().mb * problem_.dense().oc;
+    const Storage out = storage_of(problem_.dt, Arg::dst);
+    if (problem_.relu == Relu::inplace) relu(dev(Arg::dst), dev(Arg::dst), n, out);
+    if (problem_.relu == Relu::separate) relu(dev(Arg::dst), dev(Arg::relu_dst), n, out);
+  }
+
+  void release() override {
+    if (desc_) cublasLtMatmulDescDestroy(desc_);
+    for (auto* layout : {&a_, &b_, &c_})
+      if (*layout) cublasLtMatrixLayoutDestroy(*layout);
+    desc_ = nullptr;
+    a_ = b_ = c_ = nullptr;
+    bias_ = DeviceBuffer();
+    GpuKernel::release();
+  }
+
+  ~CublasLtDense() override { release(); }
+  std::string details() const override { return details_; }
+
+ private:
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  Storage bias_storage_ = Storage::f32;
+  DeviceBuffer bias_;
+  std::string details_;
+};
+
+}  // namespace
+
+void register_cublas(Registry& r) {
+  r.add({"dense.cublas.lt", Device::gpu, "cuBLASLt matmul, TN layout, bias (+ReLU) in the epilogue", "f32 (tf32/f16/bf16/fp8 inputs)"},
+        [] { return std::make_unique<CublasLtDense>(); });
+}
+
+}  // namespace lb::cuda

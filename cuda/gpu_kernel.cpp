@@ -1,0 +1,45 @@
+#include "cuda/gpu_kernel.h"
+
+#include "cuda/check.h"
+#include "cuda/runtime.h"
+
+namespace lb::cuda {
+
+std::string GpuKernel::gpu_unusable(int min_sm) {
+  if (!why_no_gpu().empty()) return why_no_gpu();
+  const DeviceFacts& f = device_facts();
+  if (f.major * 10 + f.minor < min_sm)
+    return "needs sm_" + std::to_string(min_sm) + " or newer; this GPU is sm_" + std::to_string(f.major) +
+           std::to_string(f.minor);
+  return {};
+}
+
+void GpuKernel::upload(const Problem& p, const TensorSet& ts) {
+  problem_ = p;
+  for (int i = 0; i < kNumArgs; ++i) {
+    const Arg a = Arg(i);
+    if (!ts.has(a)) {
+      devices_[i] = DeviceBuffer();
+      continue;
+    }
+    const Tensor& t = ts.at(a);
+    devices_[i] = DeviceBuffer(t.bytes());
+    LB_CUDA_CHECK(cudaMemcpy(devices_[i].get(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
+  }
+}
+
+void GpuKernel::finish(TensorSet& ts) {
+  LB_CUDA_CHECK(cudaDeviceSynchronize());
+  for (Arg a : output_args(problem_)) {
+    Tensor& t = ts.at(a);
+    LB_CUDA_CHECK(cudaMemcpy(t.data(), dev(a), t.bytes(), cudaMemcpyDeviceToHost));
+  }
+}
+
+void GpuKernel::release() {
+  for (auto& d : devices_) d = DeviceBuffer();
+  workspace_ = DeviceBuffer();
+  extra_bytes_ = 0;
+}
+
+}  // namespace lb::cuda

@@ -1,0 +1,34 @@
+// The shared part of every GPU kernel: device copies of the host tensors. prepare()
+// uploads every argument, outputs included (the harness poisons them first, so an
+// output element the kernel never writes still holds the poison when it comes back);
+// finish() waits and downloads the outputs. run() of a subclass only launches.
+#pragma once
+
+#include <array>
+
+#include "cuda/memory.h"
+#include "kernels/kernel.h"
+
+namespace lb::cuda {
+
+class GpuKernel : public Kernel {
+ public:
+  // Empty when a GPU is usable and sm >= min_sm (e.g. 89 for fp8), else why not.
+  static std::string gpu_unusable(int min_sm = 0);
+
+  void finish(TensorSet& ts) override;
+  void release() override;
+  size_t scratch_bytes() const override { return workspace_.bytes() + extra_bytes_; }
+
+ protected:
+  // Allocates and uploads a device copy of every argument of p.
+  void upload(const Problem& p, const TensorSet& ts);
+  void* dev(Arg a) const { return devices_[int(a)].get(); }
+
+  Problem problem_;
+  std::array<DeviceBuffer, kNumArgs> devices_;
+  DeviceBuffer workspace_;  // the library's workspace, sized in prepare()
+  size_t extra_bytes_ = 0;  // other device memory a subclass holds (converted bias, ...)
+};
+
+}  // namespace lb::cuda

@@ -1,0 +1,26 @@
+// registry(): every backend built into this binary, in one explicit list (no
+// self-registering statics: a static library's linker would drop them).
+#include "kernels/registry.h"
+
+namespace lb {
+
+const Registry& registry() {
+  static const Registry r = [] {
+    Registry reg;
+    register_ref(reg);
+#ifdef LB_HAVE_ONEDNN
+    register_onednn(reg);
+#endif
+#ifdef LB_HAVE_EIGEN
+    register_eigen(reg);
+#endif
+#ifdef LB_HAVE_CUDA
+    register_cublas(reg);
+    register_cudnn(reg);
+#endif
+    return reg;
+  }();
+  return r;
+}
+
+}  // namespace lb

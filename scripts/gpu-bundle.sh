@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds what scripts/gpu-check.sh runs on a GPU machine that has CUDA, cuBLAS and cuDNN
+# but no package registry: layerbench and the GPU tests, built here (CUDA on, sm_90 +
+# PTX, generic x86-64-v3 host code rather than this CPU's -march=native), plus the
+# shared libraries that machine lacks (oneDNN, Google Benchmark, OpenMP, OpenCL ICD
+# loader), into .gpu-bundle/ (git-ignored). Carry it with the device tool:
+#   carry: [".gpu-bundle"], command: "scripts/gpu-check.sh $OUT"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=build-gpu
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLB_WITH_CUDA=ON -DLB_NATIVE=OFF \
+  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
+cmake --build "$build" --parallel "$(nproc)" --target layerbench lb_gpu_tests lb_cuda_smoke
+
+rm -rf .gpu-bundle
+mkdir -p .gpu-bundle/bin .gpu-bundle/lib
+cp "$build/bench/layerbench" "$build/cuda/lb_gpu_tests" "$build/cuda/lb_cuda_smoke" .gpu-bundle/bin/
+strip .gpu-bundle/bin/*
+# Every library the binaries need that is not glibc, libstdc++ or CUDA's own (the GPU
+# machine brings those): found with ldd here, copied with their sonames.
+for bin in .gpu-bundle/bin/*; do
+  ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  case $soname in
+    libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | ld-linux* | libstdc++* | libgcc_s*) ;;
+    libcublas* | libcudnn* | libcudart* | libnvidia* | libcuda.so*) ;;
+    *) cp -L "$path" ".gpu-bundle/lib/$soname" ;;
+  esac
+done
+git rev-parse --short=12 HEAD >.gpu-bundle/COMMIT
+du -sh .gpu-bundle
+ls -la .gpu-bundle/bin .gpu-bundle/lib
