@@ -210,10 +210,14 @@ TensorSet reference_outputs(const Problem& p, const TensorSet& got, const InputD
   Problem base = p;
   base.relu = Relu::none;
   std::string key = print(base);
-  for (int64_t s : samples)
-    key += " " + std::to_string(s);
-  for (uint64_t d : digests)
-    key += " " + std::to_string(d);
+  for (int64_t s : samples) {
+    key += ' ';
+    key += std::to_string(s);
+  }
+  for (uint64_t d : digests) {
+    key += ' ';
+    key += std::to_string(d);
+  }
   auto it = std::find_if(cache.begin(), cache.end(), [&key](const Entry& e) { return e.key == key; });
   if (it == cache.end()) {
     const Problem sub = with_batch(base, int64_t(samples.size()));

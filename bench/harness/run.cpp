@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <iostream>
@@ -157,7 +158,8 @@ int run_command(const std::vector<std::string>& argv) {
   bool any_gpu = false;
   for (const Case& c : cases) {
     if (!c.unsupported.empty()) continue;
-    if (c.kernel->info.device == Device::gpu) any_gpu = true;
+    if (c.kernel->info.device == Device::gpu)
+      any_gpu = true;
     else if (std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
       cpu_threads.push_back(c.threads);
   }
@@ -169,9 +171,11 @@ int run_command(const std::vector<std::string>& argv) {
   for (const Peak& p : peaks.all()) {
     char buf[512];
     const bool copy = p.kind == "gpu_d2d_copy";
-    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s", p.how.c_str());
+    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s",
+                  p.how.c_str());
     const bool gpu = p.kind.rfind("gpu_", 0) == 0;
-    benchmark::AddCustomContext("layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);
+    benchmark::AddCustomContext(
+        "layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);
   }
   benchmark::AddCustomContext("layerbench_peaks_cache", peaks.cache_path());
   benchmark::AddCustomContext("layerbench_verify_reference_macs", std::to_string(options.max_reference_macs));
@@ -179,6 +183,8 @@ int run_command(const std::vector<std::string>& argv) {
   benchmark::AddCustomContext("layerbench_shard",
                               std::to_string(spec.shard) + "/" + std::to_string(spec.shards));
   benchmark::AddCustomContext("layerbench_cache", cache);
+  if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
+    benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
 
   // Google Benchmark's own flags, after our defaults so the user's win.
   std::vector<std::string> gb_args = {"layerbench", "--benchmark_repetitions=3", "--benchmark_min_time=0.1"};
@@ -220,7 +226,8 @@ int run_command(const std::vector<std::string>& argv) {
   if (!out.empty()) std::cout << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
   if (const int signo = interrupted_by()) {
     std::fprintf(stderr, "layerbench: interrupted by %s after %zu of %zu cases; finished cases are in %s%s\n",
-                 strsignal(signo), reporter.cases_done(), cases.size(), out.empty() ? "(no --out file)" : out.c_str(),
+                 strsignal(signo), reporter.cases_done(), cases.size(),
+                 out.empty() ? "(no --out file)" : out.c_str(),
                  out.empty() ? "" : "; continue with the same command and --resume");
     return 128 + signo;
   }

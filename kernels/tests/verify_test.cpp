@@ -122,8 +122,9 @@ TEST(Verify, EveryReluModeIsCheckedAgainstItsOwnReference) {
     Problem p = kDense;
     p.relu = relu;
     EXPECT_EQ(check_kernel(flawed(Flaw::none), p, 1).status, Status::passed) << name(relu);
-    if (relu == Relu::fused || relu == Relu::inplace)
+    if (relu == Relu::fused || relu == Relu::inplace) {
       EXPECT_EQ(check_kernel(flawed(Flaw::ignore_relu), p, 1).status, Status::failed) << name(relu);
+    }
   }
 }
 
