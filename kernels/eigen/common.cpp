@@ -101,9 +101,14 @@ void row_gemv(const Threads& threads, const float* w, int64_t n, int64_t k, cons
 void relu_pass(Relu relu, TensorSet& ts, const Threads& threads) {
   if (relu != Relu::inplace && relu != Relu::separate) return;
   Tensor& dst = ts.at(Arg::dst);
-  const ConstView<1> y(dst.as<float>(), dst.elements());
-  View<1> out((relu == Relu::inplace ? dst : ts.at(Arg::relu_dst)).as<float>(), dst.elements());
-  out.device(threads.device()) = y.cwiseMax(0.0f);
+  const float* y = dst.as<float>();
+  float* out = (relu == Relu::inplace ? dst : ts.at(Arg::relu_dst)).as<float>();
+  // A plain loop split over the pool: a tensor expression here would be evaluated in
+  // blocks through per-thread scratch buffers, memory the case would hold but not report.
+  threads.device().parallelFor(dst.elements(), Eigen::TensorOpCost(4, 4, 1),
+                               [y, out](Eigen::Index first, Eigen::Index last) {
+                                 for (Eigen::Index i = first; i < last; ++i) out[i] = std::max(y[i], 0.0f);
+                               });
 }
 
 Buffer::Buffer(size_t floats) : bytes_(std::max<size_t>((floats * sizeof(float) + 63) / 64 * 64, 64)) {
