@@ -140,4 +140,17 @@ class Plan {
   std::string details_;
 };
 
+// What the oneDNN kernels share once prepare() has built their Plan: running it,
+// releasing it and reporting what it holds.
+class PlanKernel : public Kernel {
+ public:
+  void run(TensorSet& ts) final { plan_->run(ts); }
+  void release() final { plan_.reset(); }
+  std::string details() const final { return plan_ ? plan_->details() : std::string(); }
+  size_t scratch_bytes() const final { return plan_ ? plan_->held_bytes() : 0; }
+
+ protected:
+  std::unique_ptr<Plan> plan_;
+};
+
 }  // namespace lb::onednn

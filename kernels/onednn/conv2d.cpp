@@ -50,7 +50,7 @@ dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layo
 
 constexpr float kProbeScale = 1.0f / 1024;  // i8 probes ask for output scales, as prepare() will
 
-class OnednnConv2d final : public Kernel {
+class OnednnConv2d final : public PlanKernel {
  public:
   explicit OnednnConv2d(Layouts layouts) : layouts_(layouts) {}
 
@@ -98,14 +98,8 @@ class OnednnConv2d final : public Kernel {
     plan.finalize();
   }
 
-  void run(TensorSet& ts) override { plan_->run(ts); }
-  void release() override { plan_.reset(); }
-  std::string details() const override { return plan_ ? plan_->details() : std::string(); }
-  size_t scratch_bytes() const override { return plan_ ? plan_->held_bytes() : 0; }
-
  private:
   Layouts layouts_;
-  std::unique_ptr<Plan> plan_;
 };
 
 }  // namespace

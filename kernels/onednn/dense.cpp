@@ -29,7 +29,7 @@ dnnl::inner_product_forward::primitive_desc make_pd(const Problem& p, float outp
 // Any value other than 1 makes the i8 probe ask for output scales, as prepare() will.
 constexpr float kProbeScale = 1.0f / 1024;
 
-class OnednnDense final : public Kernel {
+class OnednnDense final : public PlanKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
@@ -60,14 +60,6 @@ class OnednnDense final : public Kernel {
     plan.add_relu_pass(p.relu, y);
     plan.finalize();
   }
-
-  void run(TensorSet& ts) override { plan_->run(ts); }
-  void release() override { plan_.reset(); }
-  std::string details() const override { return plan_ ? plan_->details() : std::string(); }
-  size_t scratch_bytes() const override { return plan_ ? plan_->held_bytes() : 0; }
-
- private:
-  std::unique_ptr<Plan> plan_;
 };
 
 }  // namespace

@@ -57,7 +57,7 @@ dnnl::lstm_forward::primitive_desc make_pd(const Problem& p, const Segment& g) {
   return dnnl::lstm_forward::primitive_desc(desc, attributes(Relu::none), engine());
 }
 
-class OnednnLstm final : public Kernel {
+class OnednnLstm final : public PlanKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
@@ -117,14 +117,6 @@ class OnednnLstm final : public Kernel {
     plan.add_relu_pass(p.relu, y);
     plan.finalize();
   }
-
-  void run(TensorSet& ts) override { plan_->run(ts); }
-  void release() override { plan_.reset(); }
-  std::string details() const override { return plan_ ? plan_->details() : std::string(); }
-  size_t scratch_bytes() const override { return plan_ ? plan_->held_bytes() : 0; }
-
- private:
-  std::unique_ptr<Plan> plan_;
 };
 
 }  // namespace
