@@ -64,7 +64,11 @@ for (kernel, dt, relu, t), r in sorted(by.items()):
     other = by.get((kernel, dt, "inplace", t))
     if relu == "separate" and other and dt == "f32":
         diff = r["lb_host_peak_bytes"] - other["lb_host_peak_bytes"]
-        if abs(diff - output_bytes[dt]) > 0.05 * output_bytes[dt]:
+        # +-5 % where the kernel reports all it holds (peak within 1 % of tensors + scratch);
+        # a library that holds memory it does not report (Eigen's pool: ~4 MB) adds its own
+        # page-level jitter of a few hundred KB, so there +-10 %.
+        accounted = abs(peak - held) <= 0.01 * held
+        if abs(diff - output_bytes[dt]) > (0.05 if accounted else 0.10) * output_bytes[dt]:
             failures.append(f"{kernel} {dt} threads={t}: separate - inplace = {diff / 1e6:.2f} MB, "
                             f"expected one output, {output_bytes[dt] / 1e6:.2f} MB")
     f32 = by.get((kernel, "f32", relu, t))
