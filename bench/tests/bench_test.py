@@ -80,10 +80,12 @@ with tempfile.TemporaryDirectory() as tmp:
         lines = [json.loads(l) for l in f]
     check(len(lines) == len(runs) + 1, f"jsonl has {len(lines)} lines for {len(runs)} runs")
 
-    # CPU utilisation of single-threaded cases reads as one busy core.
+    # CPU utilisation of single-threaded cases reads as one busy core — on cases with
+    # 20 ms of timed work or more (a few ms are at the mercy of one descheduling; the
+    # truth test checks utilisation on a substantial case).
     for r in runs:
         if r.get("run_type") == "iteration" and not r.get("error_occurred") and r["lb_case"].endswith("threads:1") \
-                and r["real_time"] * r["iterations"] > 2000:  # at least 2 ms of timed work (us)
+                and r["real_time"] * r["iterations"] > 20000:  # us
             check(80 <= r["lb_cpu_util_avg"] <= 120, f"{r['lb_case']}: cpu_util {r['lb_cpu_util_avg']:.0f}")
 
     # --resume finds everything done and keeps it.
