@@ -36,7 +36,7 @@ import subprocess
 import sys
 
 from . import stats
-from .results import load_many
+from .results import load_many, Complaints
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
 CHART_JS = os.path.join("node_modules", "chart.js", "dist", "chart.umd.js")
@@ -208,12 +208,8 @@ def build(runs, out, args, chart_path):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    problems = []
-
-    def complain(line):
-        print(f"dashboard: {line}", file=sys.stderr)
-        if not line.startswith("warning:"):
-            problems.append(line)
+    complain = Complaints("dashboard")
+    problems = complain.problems
 
     if not os.path.isdir(args.history):
         print(f"dashboard: {args.history}: no such folder (one results JSON per nightly run goes there)",

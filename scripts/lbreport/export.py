@@ -29,7 +29,7 @@ import json
 import statistics
 import sys
 
-from .results import all_cases, load_many
+from .results import all_cases, load_many, Complaints
 
 FORMATS = ("github-action-benchmark", "github-action-benchmark-bigger", "bencher")
 
@@ -103,12 +103,8 @@ def bencher(cases):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    problems = []
-
-    def complain(line):
-        print(f"export: {line}", file=sys.stderr)
-        if not line.startswith("warning:"):
-            problems.append(line)
+    complain = Complaints("export")
+    problems = complain.problems
 
     runs = load_many(args.results, complain)
     if not runs:

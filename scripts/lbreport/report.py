@@ -21,7 +21,7 @@ import sys
 from collections import Counter
 
 from . import analysis, claims
-from .results import all_cases, load_many
+from .results import all_cases, load_many, Complaints
 from .table import Table
 
 BEGIN, END = "<!-- whitepaper:begin -->", "<!-- whitepaper:end -->"
@@ -234,12 +234,8 @@ def update_readme(path, section, complain):
 
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    problems = []
-
-    def complain(line):
-        print(f"report: {line}", file=sys.stderr)
-        if not line.startswith("warning:"):
-            problems.append(line)
+    complain = Complaints("report")
+    problems = complain.problems
 
     runs = load_many(args.results, complain)
     if not runs:

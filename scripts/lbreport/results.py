@@ -15,6 +15,7 @@ import math
 import os
 import re
 import statistics
+import sys
 from dataclasses import dataclass, field
 
 GPU_BACKENDS = ("cuda", "cublas", "cudnn")  # only for files without lb_device (plain GB output)
@@ -433,6 +434,20 @@ def load(path: str) -> Run:
         _check_rows(rows, path)
     run = Run(path=path, context=context, cases=build_cases(path, rows), warnings=warnings, rows=len(rows))
     return run
+
+
+class Complaints:
+    """A complain() for load_many: prints each line as '<tool>: line' on stderr and keeps
+    the ones that are not warnings (a command exits 1 when there are any)."""
+
+    def __init__(self, tool: str):
+        self.tool = tool
+        self.problems: list[str] = []
+
+    def __call__(self, line: str):
+        print(f"{self.tool}: {line}", file=sys.stderr)
+        if not line.startswith("warning:"):
+            self.problems.append(line)
 
 
 def load_many(paths: list[str], complain) -> list[Run]:
