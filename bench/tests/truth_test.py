@@ -3,7 +3,7 @@
 
 - host peak of dense f32, batch 256, 4096->4096 is within 10 % of our tensors' bytes
   plus what the kernel reports holding (scratchpad, reordered weights);
-- relu=separate costs one more output buffer than relu=inplace (output size +-5 %);
+- relu=separate costs one more output buffer than relu=inplace (output size +-5 % + 0.5 MB);
 - bf16 parameter bytes are half of f32's;
 - CPU utilisation reads 90-110 for one thread and 180-220 for two.
 Exit 77 (ctest: skipped) when no optimised CPU backend is built.
@@ -64,11 +64,13 @@ for (kernel, dt, relu, t), r in sorted(by.items()):
     other = by.get((kernel, dt, "inplace", t))
     if relu == "separate" and other and dt == "f32":
         diff = r["lb_host_peak_bytes"] - other["lb_host_peak_bytes"]
-        # +-5 % where the kernel reports all it holds (peak within 1 % of tensors + scratch);
-        # a library that holds memory it does not report (Eigen's pool: ~4 MB) adds its own
-        # page-level jitter of a few hundred KB, so there +-10 %.
+        # +-5 % where the kernel reports all it holds (peak within 1 % of tensors + scratch),
+        # +-10 % for a library that holds memory it does not report (Eigen's pool: ~4 MB);
+        # plus 0.5 MB either way: RSS moves in pages and the process's own bookkeeping (thread
+        # stacks, result records) adds 0.2-0.4 MB per case that does not cancel between two cases.
         accounted = abs(peak - held) <= 0.01 * held
-        if abs(diff - output_bytes[dt]) > (0.05 if accounted else 0.10) * output_bytes[dt]:
+        slack = (0.05 if accounted else 0.10) * output_bytes[dt] + 0.5e6
+        if abs(diff - output_bytes[dt]) > slack:
             failures.append(f"{kernel} {dt} threads={t}: separate - inplace = {diff / 1e6:.2f} MB, "
                             f"expected one output, {output_bytes[dt] / 1e6:.2f} MB")
     f32 = by.get((kernel, "f32", relu, t))
