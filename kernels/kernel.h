@@ -54,6 +54,10 @@ struct KernelInfo {
   std::string idea;            // one line on how it computes
   std::string accumulation;    // e.g. "f64", "f32", "s32"
   bool multithreaded = false;  // CPU: honours Context::threads > 1
+  // Swept only when its backend or its id is asked for, not in a default sweep of every
+  // backend: the steps of a teaching progression (naive → … → the real kernel) and
+  // variants that answer a narrower question (oneDNN on NCHW as given).
+  bool opt_in = false;
 };
 
 }  // namespace lb

@@ -84,7 +84,9 @@ int cmd_list(const std::vector<std::string>& argv) {
         reasons.push_back(k.info.id + " " + std::string(name(dt)) + ": " + why);
       }
     }
-    t.add({k.info.id, std::string(name(k.info.device)), k.info.accumulation, dtypes, k.info.idea});
+    // Opt-in kernels are swept only when named (--kernel, or their --backend).
+    t.add({k.info.id, std::string(name(k.info.device)), k.info.accumulation, dtypes,
+           (k.info.opt_in ? "[opt-in] " : "") + k.info.idea});
   }
   std::cout << t.str();
   if (!reasons.empty()) {

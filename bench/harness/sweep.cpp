@@ -78,7 +78,7 @@ std::vector<Case> expand(const SweepSpec& spec) {
       if (k.op_name() != name(p.op())) continue;
       const std::string backend(k.backend());
       if (spec.backends.empty()
-              ? (backend == "ref" && spec.kernels.empty())
+              ? ((backend == "ref" || k.info.opt_in) && spec.kernels.empty())
               : std::find(spec.backends.begin(), spec.backends.end(), backend) == spec.backends.end())
         continue;
       if (!spec.kernels.empty() &&
