@@ -1,0 +1,129 @@
+"""scripts/ratios: one backend's speed against another's, case by case, from results files —
+the form the project's targets take ("≥ 0.9× oneDNN on the same case, same thread count").
+
+    scripts/ratios RESULTS.json [MORE ...] --backend cpu --baseline onednn [--min 0.9] [--csv FILE]
+    scripts/ratios RESULTS.json [MORE ...] --steps dense.cpu.naive,dense.cpu.blocked,...
+
+Pairs every measured case of --backend with the cases of --baseline on the same problem line
+(layer names aside), dtype, thread count, cache mode and synchronisation, and reports
+ratio = baseline time / kernel time (above 1: faster than the baseline). Where the baseline
+has several kernels for a problem (oneDNN's default and NCHW convolutions), the fastest one
+is the yardstick. --steps instead prints one row per problem, dtype and thread count with
+each listed kernel's GFLOP/s and % of the machine's peak, in the order given (a progression).
+
+Exit status: 0; 1 with --min when some ratio is below it, or when an input could not be read;
+2 when nothing could be read, no case pairs up, or the arguments are wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .results import all_cases, load_many, problem_without, Complaints
+from .table import Table, fmt_num, fmt_time
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="ratios", description="Speed of one backend against another, case by case.")
+    p.add_argument("results", nargs="+", help="results files (.json, or the .jsonl of an interrupted run)")
+    p.add_argument("--backend", help="the backend measured (e.g. cpu)")
+    p.add_argument("--baseline", help="the yardstick backend (e.g. onednn)")
+    p.add_argument("--min", type=float, help="exit 1 when a ratio is below this")
+    p.add_argument("--steps", help="comma-separated kernel ids: GFLOP/s and %% of peak of each, side by side")
+    p.add_argument("--csv", help="also write the table as CSV here")
+    a = p.parse_args(argv)
+    if bool(a.steps) == bool(a.backend and a.baseline):
+        p.error("give either --backend and --baseline, or --steps")
+    return a
+
+
+def same_case(c) -> tuple:
+    """What a kernel's case and its baseline's must share."""
+    return (problem_without(c.problem, "name"), c.dtype, c.threads, c.cache, c.blocking_sync)
+
+
+def label(c) -> str:
+    """A problem as a row names it: its layer name and batch, else its line."""
+    return f"{c.layer} mb={c.batch}" if c.layer else problem_without(c.problem, "name")
+
+
+def ratio_table(cases, backend, baseline):
+    base = {}
+    for c in cases:
+        if c.backend == baseline and c.ok:
+            k = same_case(c)
+            if k not in base or c.time_us < base[k].time_us:
+                base[k] = c
+    t = Table([("problem", "problem"), ("dtype", "dtype"), ("threads", "threads"), ("kernel", "kernel"),
+               ("time", "time_us"), ("% of peak", "pct_peak"), ("baseline", "baseline"),
+               ("baseline time", "baseline_time_us"), ("ratio", "ratio")],
+              right=[False, False, True, False, True, True, False, True, True])
+    ratios = []
+    for c in sorted((c for c in cases if c.backend == backend and c.ok),
+                    key=lambda c: (c.op, label(c), c.dtype, c.threads, c.kernel)):
+        b = base.get(same_case(c))
+        if b is None:
+            continue
+        r = b.time_us / c.time_us
+        ratios.append((c, r))
+        pct = c.value("lb_pct_peak")
+        t.add([label(c), c.dtype, c.threads, c.kernel, fmt_time(c.time_us),
+               fmt_num(pct) + " %" if pct is not None else "—", b.kernel, fmt_time(b.time_us), f"{r:.2f}×"],
+              [problem_without(c.problem, "name"), c.dtype, c.threads, c.kernel, c.time_us, pct, b.kernel,
+               b.time_us, r])
+    return t, ratios
+
+
+def steps_table(cases, kernels):
+    by = {}
+    for c in cases:
+        if c.kernel in kernels and c.ok:
+            by.setdefault((label(c), c.dtype, c.threads), {})[c.kernel] = c
+    cols = [("problem", "problem"), ("dtype", "dtype"), ("threads", "threads")]
+    for k in kernels:
+        cols += [(f"{k} GFLOP/s", f"{k}_gflops"), (f"{k} % of peak", f"{k}_pct_peak")]
+    t = Table(cols, right=[False, False] + [True] * (1 + 2 * len(kernels)))
+    for (problem, dtype, threads), ks in sorted(by.items()):
+        cells, raw = [problem, dtype, threads], [problem, dtype, threads]
+        for k in kernels:
+            c = ks.get(k)
+            g = c.gflops if c else None
+            pct = c.value("lb_pct_peak") if c else None
+            cells += [fmt_num(g), fmt_num(pct) + " %" if pct is not None else "—"]
+            raw += [g, pct]
+        t.add(cells, raw)
+    return t
+
+
+def main(argv=None):
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+    complain = Complaints("ratios")
+    runs = load_many(a.results, complain)
+    if not runs:
+        return 2
+    cases = all_cases(runs, complain)
+    if a.steps:
+        t = steps_table(cases, [k.strip() for k in a.steps.split(",") if k.strip()])
+        ratios = None
+    else:
+        t, ratios = ratio_table(cases, a.backend, a.baseline)
+    if not t.rows:
+        print("ratios: no case pairs up" if ratios is not None else "ratios: none of the kernels has a measured case",
+              file=sys.stderr)
+        return 2
+    print(t.markdown())
+    if a.csv:
+        with open(a.csv, "w", encoding="utf-8") as f:
+            f.write(t.csv())
+    status = 1 if complain.problems else 0
+    if ratios is not None:
+        rs = [r for _, r in ratios]
+        low = [(c, r) for c, r in ratios if a.min is not None and r < a.min]
+        print(f"\nratios: {len(rs)} cases, {a.backend} / {a.baseline} from {min(rs):.2f}× to {max(rs):.2f}×"
+              + (f"; {len(low)} below {a.min:g}×" if a.min is not None else ""))
+        for c, r in low:
+            print(f"  below: {c.name} {r:.2f}×")
+        if low:
+            status = 1
+    return status

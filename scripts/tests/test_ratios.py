@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""scripts/ratios: pairs a backend's cases with the baseline's on the same problem, dtype and
+threads, takes the fastest baseline kernel, computes baseline time / time, flags ratios
+below --min; --steps lays kernels side by side; broken inputs are one line."""
+
+import unittest
+
+from helpers import TempDir, load_json, scaled, script, write_results
+
+CONV = "conv2d.eigen.im2col/f32/conv1-mb1/threads:1"
+
+
+class Ratios(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cpu = load_json("cpu_run.json")
+
+    def run_on(self, doc, *args):
+        with TempDir() as tmp:
+            return script("ratios", write_results(tmp, "r.json", doc), *args)
+
+    def rows(self, out):
+        return [l for l in out.splitlines() if l.startswith("| ") and not l.startswith("| problem")]
+
+    def test_pairs_and_ratio(self):
+        p = self.run_on(self.cpu, "--backend", "eigen", "--baseline", "onednn")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        row = next(r for r in self.rows(p.stdout) if r.startswith("| conv1 mb=1 | f32 | 1 |"))
+        self.assertIn("0.93×", row)  # onednn 242 µs / eigen 260 µs
+        self.assertIn("ratios: 6 cases", p.stdout)
+
+    def test_twice_as_fast_doubles_the_ratio_and_min_flags_the_rest(self):
+        faster = scaled(self.cpu, CONV, "real_time", 0.5)
+        p = self.run_on(faster, "--backend", "eigen", "--baseline", "onednn", "--min", "1.0")
+        self.assertEqual(p.returncode, 1, p.stdout)
+        row = next(r for r in self.rows(p.stdout) if r.startswith("| conv1 mb=1 | f32 | 1 |"))
+        self.assertIn("1.86×", row)
+        self.assertIn("5 below 1×", p.stdout)
+        self.assertNotIn("below: " + CONV, p.stdout)
+
+    def test_steps_side_by_side(self):
+        p = self.run_on(self.cpu, "--steps", "conv2d.eigen.im2col,conv2d.onednn.default")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header = p.stdout.splitlines()[0]
+        self.assertLess(header.index("conv2d.eigen.im2col GFLOP/s"), header.index("conv2d.onednn.default GFLOP/s"))
+        self.assertTrue(any(r.startswith("| conv1 mb=1 | f32 | 1 |") for r in self.rows(p.stdout)))
+
+    def test_nothing_pairs(self):
+        p = self.run_on(self.cpu, "--backend", "cpu", "--baseline", "onednn")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no case pairs up", p.stderr)
+
+    def test_unreadable_file_is_one_line(self):
+        with TempDir() as tmp:
+            bad = tmp + "/bad.json"
+            with open(bad, "w") as f:
+                f.write("{not json")
+            p = script("ratios", bad, "--backend", "eigen", "--baseline", "onednn")
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
