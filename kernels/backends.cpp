@@ -14,6 +14,9 @@ const Registry& registry() {
 #ifdef LB_HAVE_EIGEN
     register_eigen(reg);
 #endif
+#ifdef LB_HAVE_CPU
+    register_cpu(reg);
+#endif
 #ifdef LB_HAVE_CUDA
     register_cublas(reg);
     register_cudnn(reg);

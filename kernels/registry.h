@@ -39,6 +39,7 @@ class Registry {
 void register_ref(Registry& r);
 void register_onednn(Registry& r);  // built with LB_HAVE_ONEDNN
 void register_eigen(Registry& r);   // built with LB_HAVE_EIGEN
+void register_cpu(Registry& r);     // built with LB_HAVE_CPU (x86-64)
 void register_cublas(Registry& r);  // built with LB_HAVE_CUDA (cuda/)
 void register_cudnn(Registry& r);   // built with LB_HAVE_CUDA (cuda/)
 

@@ -1,0 +1,57 @@
+#include "kernels/cpu/common.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "kernels/dtype.h"
+
+namespace lb::cpu {
+
+std::string dtype_reason(const Problem& p, std::initializer_list<DType> dtypes, std::string_view kernel) {
+  if (std::find(dtypes.begin(), dtypes.end(), p.dt) != dtypes.end()) return {};
+  std::string list;
+  for (DType d : dtypes)
+    list += (list.empty() ? "" : ", ") + std::string(name(d));
+  return "cpu: " + std::string(kernel) + " supports " + list + " only";
+}
+
+void* aligned_zeroed(size_t bytes) {
+  const size_t padded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
+  void* p = std::aligned_alloc(64, padded);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, padded);
+  return p;
+}
+
+void relu_pass(Relu relu, TensorSet& ts, Pool* pool) {
+  if (relu != Relu::inplace && relu != Relu::separate) return;
+  const Tensor& y = ts.at(Arg::dst);
+  Tensor& r = relu == Relu::inplace ? ts.at(Arg::dst) : ts.at(Arg::relu_dst);
+  const int64_t n = y.elements();
+  const bool bf16 = y.storage() == Storage::bf16;
+  const void* src = y.data();
+  void* dst = r.data();
+  auto body = [&](int tid, int threads) {
+    const Range part = split(n, 1024, tid, threads);
+    if (bf16) {
+      // bf16 is a sign bit on top: max(x, 0) keeps x unless its sign bit is set (NaN stays).
+      const auto* s = static_cast<const uint16_t*>(src);
+      auto* d = static_cast<uint16_t*>(dst);
+      for (int64_t i = part.first; i < part.last; ++i)
+        d[i] = (s[i] & 0x8000) && (s[i] & 0x7fff) <= 0x7f80 ? 0 : s[i];
+    } else {
+      const auto* s = static_cast<const float*>(src);
+      auto* d = static_cast<float*>(dst);
+      for (int64_t i = part.first; i < part.last; ++i)
+        d[i] = s[i] > 0.0f ? s[i] : (s[i] != s[i] ? s[i] : 0.0f);
+    }
+  };
+  if (pool)
+    pool->run(body);
+  else
+    body(0, 1);
+}
+
+}  // namespace lb::cpu

@@ -1,0 +1,149 @@
+// The cpu backend's GEMM, on which dense, conv2d and lstm are built (flame/blis style):
+// blocking loops + packing + one small register-blocked micro-kernel per ISA.
+//
+//   C (M×N, row stride ldc) = A (M×K) · B (K×N)   [+ C] [+ bias] [then max(., 0)]
+//
+// Operands are given to the driver as micro-panels: A as panels of MR rows, each stored
+// k-major ([k][MR]), B as panels of NR columns ([k][NR]); MR×NR is the micro-kernel's tile
+// (table in gemm.cpp per ISA). Either operand may be
+//   - packed once (weights, in a kernel's prepare()): a Packed, addressed in place, or
+//   - packed per call by the driver, block by block, from a strided matrix or by a caller's
+//     own packer (conv2d: implicit im2col, no column matrix in memory).
+// Loops (one thread's share: a range of N's panels; jc → pc → ic → jr → ir):
+//   NC columns of B (L3) → KC deep slice → MC rows of A (L2) → an NR panel of B (L1)
+//   → the micro-kernel over MR rows.
+// The epilogue (C accumulation for K slices after the first, bias, ReLU) runs in the
+// micro-kernel on the last K slice, while the tile is in registers.
+// Threads split M by whole row panels when each gets several (each packs only its rows of
+// A), else N by whole column panels; no barrier per block either way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <climits>
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include "kernels/cpu/pool.h"
+
+namespace lb::cpu {
+
+// The instruction sets a micro-kernel exists for, best last.
+enum class Isa { scalar, avx2, avx512 };
+std::string_view name(Isa isa);
+// The best ISA this CPU runs (CPUID), or the one named by $LB_CPU_ISA (scalar|avx2|avx512)
+// when that is set and supported.
+Isa best_isa();
+bool isa_supported(Isa isa);
+// The micro-kernel tile of an ISA for f32.
+struct Tile {
+  int mr, nr;
+};
+Tile f32_tile(Isa isa);
+
+// An element (i, k) of a strided matrix is p[i*rs + k*cs].
+struct Strided {
+  const float* p = nullptr;
+  int64_t rs = 0, cs = 0;
+};
+
+// A matrix packed once into the micro-panels of one side (A: rows, B: columns):
+// panel q holds rows/columns [q·R, q·R+R) (zero-padded past the edge) for all K, k-major.
+class Packed {
+ public:
+  Packed() = default;
+  // side_rows: true packs an M×K (A-side) matrix in MR-row panels, false a K×N (B-side)
+  // matrix in NR-column panels. `m` is given as rows (A) / columns (B): element
+  // (i, k) of the matrix to pack is src.p[i*src.rs + k*src.cs] in both cases.
+  Packed(Isa isa, bool side_rows, int64_t n, int64_t k, const Strided& src);
+  // Raw access for the driver: bytes of one element and the padded depth.
+  const std::byte* panel_bytes(int64_t q, int64_t k0) const;
+  int64_t panel_stride_bytes() const { return k_ * r_ * int64_t(elem_bytes_); }
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  size_t bytes() const { return size_t(panels_) * k_ * r_ * elem_bytes_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  int64_t n_ = 0, k_ = 0, r_ = 0, panels_ = 0;  // k_: depth padded to the element's group
+  size_t elem_bytes_ = 4;
+  std::unique_ptr<std::byte[], Free> data_;
+  friend struct PackedAccess;
+};
+
+// Packs the micro-panels of rows/columns [i0, i0+count) for k in [k0, k0+kc) into dst:
+// panel p at dst + p*kc*R, element (i0 + p*R + r, k0 + k) at [k*R + r]; rows past `count`
+// in the last panel must be written as zeros (B side) — A-side rows past `count` are
+// never read.
+using PackFn = std::function<void(int64_t i0, int64_t count, int64_t k0, int64_t kc, int r, float* dst)>;
+
+// One operand: exactly one of packed / strided / pack is set.
+struct Operand {
+  const Packed* packed = nullptr;
+  Strided strided;
+  PackFn pack;
+};
+
+struct Epilogue {
+  const float* bias_row = nullptr;  // bias[i] added to row i of C (conv: per K channel)
+  const float* bias_col = nullptr;  // bias[j] added to column j of C (dense: per output)
+  bool relu = false;
+  bool accumulate = false;  // C += A·B instead of C = A·B
+};
+
+// Packing buffers for gemm_f32: one A block and one B block per thread, allocated once
+// (a kernel holds one from prepare() on and reports bytes() as its scratch).
+class Workspace {
+ public:
+  Workspace() = default;
+  // pack_a / pack_b: whether the driver will pack that side per call (a side that is
+  // always given as a Packed needs no buffer); max_k: the deepest K it will be used for
+  // (a shallower K needs a smaller B block).
+  Workspace(Isa isa, int threads, bool pack_a = true, bool pack_b = true, int64_t max_k = INT64_MAX);
+  float* a(int tid) const;
+  float* b(int tid) const;
+  size_t bytes() const { return bytes_; }
+  size_t a_bytes() const { return size_t(a_floats_) * sizeof(float); }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  int64_t a_floats_ = 0, b_floats_ = 0;
+  size_t bytes_ = 0;
+  std::unique_ptr<float[], Free> data_;
+};
+
+// C = A·B with the epilogue, on all of `pool`'s threads (nullptr: the caller alone); `ws`
+// must have been made for at least that many threads. The ISA must be the one the Packed
+// operands and the workspace were made for.
+void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,
+              int64_t ldc, const Epilogue& ep, const Workspace& ws, Pool* pool);
+
+// The same on the calling thread only, as thread `tid`'s share of the work is done: for
+// callers that split work across the pool themselves (conv2d: one image per thread).
+void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,
+                     int64_t ldc, const Epilogue& ep, const Workspace& ws, int tid);
+
+// Low precision (AVX-512 only): bf16 × bf16 with f32 accumulation (vdpbf16ps) and
+// u8 × s8 with s32 accumulation (vpdpbusd). The element kind of a packed operand.
+enum class Elem { f32, bf16, u8s8 };
+bool elem_supported(Elem e);  // this CPU has the instructions (avx512_bf16 / avx512_vnni)
+
+// A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
+// W (N×K, bf16 or s8 storage) is w[j*rs + k*cs].
+Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
+
+// C = scale · A·B + epilogue, A row-major M×K (bf16 or u8 storage, row stride lda), B from
+// pack_lowp_b. bf16: the result is written as bf16 to out_bf16 (row stride ldo) and `c` is
+// an f32 M×N scratch for partial sums (needed only when K is deeper than one slice,
+// lowp_needs_partials()); u8s8: the result is f32 in c. ep.accumulate is not supported.
+void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b, float scale,
+               float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep, const Workspace& ws,
+               Pool* pool);
+bool lowp_needs_partials(Elem e, int64_t k);
+
+}  // namespace lb::cpu

@@ -1,0 +1,597 @@
+// lstm.cpu.default — stacked unidirectional LSTM (f32; bf16 storage) on the cpu backend's
+// GEMM: the input projection hoisted out of the time loop, the recurrent product and the
+// cell fused per thread, one barrier per step.
+//
+// Per layer l (gates i, f, g, o; equations and layouts in kernels/ref/lstm.cpp), with the
+// suite's letters (T steps, N batch, I input, H hidden):
+//   A = X · W_x[l]ᵀ + b[l]                     A is T·N × 4H, X is T·N × I (H above layer 0)
+//   for t = 0 .. T-1:
+//     A_t += h_{t-1} · W_h[l]ᵀ                 A_t: rows t·N .. t·N+N-1 of A, h is N × H
+//     c_t = σ(A_f) ⊙ c_{t-1} + σ(A_i) ⊙ tanh(A_g),  h_t = σ(A_o) ⊙ tanh(c_t)
+// The input half is hoisted out of the recurrence into GEMMs over several steps at once
+// (M = steps·N rows, W_x packed once in prepare(), bias in the epilogue), leaving only the
+// h·W_hᵀ product (W_h packed once; Epilogue::accumulate into A_t) on the sequential path.
+// The projection runs in chunks of ≤ kChunkRows rows just before their steps, so the chunk
+// of A is still in cache when the steps accumulate into it (measured below).
+//
+// Gate-interleaved columns. The 4H columns of A (rows of W_x, W_h and b) are permuted in
+// prepare() into blocks of U hidden units (U = the vector width): block k holds
+// i, f, g, o of units kU .. kU+U-1 side by side (4U columns). Each thread owns a range of
+// whole blocks — all four gates of its units — so it computes its columns of A with its
+// own slices of W_x and W_h (gemm_f32_serial), then the cell of its units, and needs no
+// other thread's columns: the only synchronisation is one barrier per step, after which
+// every thread reads the whole h_t for the next product. The cell reads each gate as one
+// vector and writes h and c in the original unit order.
+//
+// Prediction (per layer): FLOPs = 2·T·N·4H·(I + H); the cell adds ~30·T·N·H.
+//   N = 1: each step is a matrix-vector product that reads all of W_h, 16·H² bytes (4 MB at
+//   H = 512) — more than L2 (2 MB a core here) — for 2·4H·H FLOPs: bound by the bandwidth
+//   W_h streams at from L3, not by arithmetic. Measured: ~65 µs a step on one thread
+//   (4 MB at ~65 GB/s); on two each streams its 2 MB half, which nearly fits its own L2:
+//   ~30 µs a step.
+//   N = 64: each W_h panel is reused by 64 rows: compute-bound at the GEMM's rate (M = 64
+//   is 4 full 14-row tiles and one of 8). Measured one thread: 13.4 GFLOP in ~61 ms
+//   (~220 GFLOP/s, ~82 % of the measured f32 peak); the GEMM alone reaches ~240 on these
+//   shapes when W is cache-hot, and the cell takes ~3 %.
+// The cell: σ and tanh from one vectorised exp (Cody-Waite reduction to |r| ≤ ln2/2, a
+// degree-7 Taylor polynomial, error < 2 ulp); tanh below |x| = 0.5 is its odd Taylor
+// series instead, which keeps its relative error small where 1 - 2/(e^2x + 1) cancels.
+// bf16 (AVX512_BF16): x, W, h0 and y stored as bf16, c and bias f32, as oneDNN has them.
+// The products run on vdpbf16ps (gemm_lowp, f32 results); h·W_hᵀ goes to its own buffer Z,
+// which the cell adds (gemm_lowp does not accumulate), and h_t is rounded to bf16 each
+// step, being the next step's bf16 operand.
+// Buffers (prepare()): the A chunk, Z (bf16), c, and two T·N × H sequences that layers
+// write in turn (the last layer writes dst, or for relu=fused h to a sequence and
+// max(h, 0) to dst in the same pass); relu=inplace/separate is relu_pass() afterwards.
+// Inputs are never written.
+// ISA: the GEMM's (best_isa(); AVX-512, AVX2 or scalar; bf16 needs AVX-512), the cell's
+// vector code compiled per ISA with target attributes. Threads: the pool, one job per
+// run(), unit blocks split evenly. Tunables: kChunkRows, Barrier::kSpins.
+// GCC 12 reports -Wmaybe-uninitialized inside its own _mm512_max_ps (the
+// _mm512_undefined_ps() operand) wherever it is inlined: a false positive, silenced for the
+// intrinsics header only (GCC judges the warning by the state at the line it points to).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/registry.h"
+
+// Vectors pass by value between functions compiled for the same ISA only; GCC warns that
+// the ABI would differ for callers without it, which there are none of.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace lb::cpu {
+namespace {
+
+#define LB_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define LB_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+// exp(x) = 2^k · e^r, k = round(x / ln2), r = x - k·ln2 (ln2 split in two so that r is
+// exact), e^r by its Taylor polynomial to r^7 (|r| ≤ 0.347: truncation < 6e-9).
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693147182464599609375f;  // float(ln 2)
+constexpr float kLn2Lo = -1.904654323148236e-09f;   // ln 2 - kLn2Hi
+constexpr float kExpMin = -87.0f, kExpMax = 88.0f;  // 2^k stays a normal float
+constexpr float kExpC[8] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720, 1.0f / 5040};
+// tanh(x) = x + x·z·(T1 + z·(T2 + ...)), z = x², for |x| < kTanhSmall: the Taylor series
+// (coefficients 2^2n (2^2n - 1) B_2n / (2n)!), truncated after x^15: < 1e-8 relative.
+constexpr float kTanhSmall = 0.5f;
+constexpr float kTanhC[7] = {-1.0f / 3,         2.0f / 15,          -17.0f / 315,          62.0f / 2835,
+                             -1382.0f / 155925, 21844.0f / 6081075, -929569.0f / 638512875};
+
+struct Avx512 {
+  static constexpr int kLanes = 16;
+  using V = __m512;
+  LB_TARGET_AVX512 static inline V load(const float* p) { return _mm512_loadu_ps(p); }
+  LB_TARGET_AVX512 static inline void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  LB_TARGET_AVX512 static inline V set1(float v) { return _mm512_set1_ps(v); }
+  LB_TARGET_AVX512 static inline V add(V a, V b) { return _mm512_add_ps(a, b); }
+  LB_TARGET_AVX512 static inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  LB_TARGET_AVX512 static inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  LB_TARGET_AVX512 static inline V div(V a, V b) { return _mm512_div_ps(a, b); }
+  LB_TARGET_AVX512 static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  LB_TARGET_AVX512 static inline V max0(V a) { return _mm512_max_ps(a, _mm512_setzero_ps()); }
+  LB_TARGET_AVX512 static inline V clamp(V a, float lo, float hi) {
+    return _mm512_min_ps(_mm512_max_ps(a, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+  }
+  LB_TARGET_AVX512 static inline V round(V a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  LB_TARGET_AVX512 static inline V scale2(V p, V k) { return _mm512_scalef_ps(p, k); }  // p · 2^k
+  LB_TARGET_AVX512 static inline V abs(V a) { return _mm512_abs_ps(a); }
+  // |a| carrying the sign of s
+  LB_TARGET_AVX512 static inline V with_sign(V a, V s) {
+    const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
+    return _mm512_castsi512_ps(
+        _mm512_or_si512(_mm512_castps_si512(a), _mm512_and_si512(_mm512_castps_si512(s), sign)));
+  }
+  // small ? a : b, where small = |x| < t
+  LB_TARGET_AVX512 static inline V select_below(V x_abs, float t, V a, V b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x_abs, _mm512_set1_ps(t), _CMP_LT_OQ), b, a);
+  }
+};
+
+struct Avx2 {
+  static constexpr int kLanes = 8;
+  using V = __m256;
+  LB_TARGET_AVX2 static inline V load(const float* p) { return _mm256_loadu_ps(p); }
+  LB_TARGET_AVX2 static inline void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  LB_TARGET_AVX2 static inline V set1(float v) { return _mm256_set1_ps(v); }
+  LB_TARGET_AVX2 static inline V add(V a, V b) { return _mm256_add_ps(a, b); }
+  LB_TARGET_AVX2 static inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  LB_TARGET_AVX2 static inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  LB_TARGET_AVX2 static inline V div(V a, V b) { return _mm256_div_ps(a, b); }
+  LB_TARGET_AVX2 static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  LB_TARGET_AVX2 static inline V max0(V a) { return _mm256_max_ps(a, _mm256_setzero_ps()); }
+  LB_TARGET_AVX2 static inline V clamp(V a, float lo, float hi) {
+    return _mm256_min_ps(_mm256_max_ps(a, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  }
+  LB_TARGET_AVX2 static inline V round(V a) {
+    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  // p · 2^k for integral k in [-126, 127]: k built into a float's exponent field.
+  LB_TARGET_AVX2 static inline V scale2(V p, V k) {
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  }
+  LB_TARGET_AVX2 static inline V abs(V a) {
+    return _mm256_andnot_ps(_mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u))), a);
+  }
+  LB_TARGET_AVX2 static inline V with_sign(V a, V s) {
+    return _mm256_or_ps(a, _mm256_and_ps(s, _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)))));
+  }
+  LB_TARGET_AVX2 static inline V select_below(V x_abs, float t, V a, V b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x_abs, _mm256_set1_ps(t), _CMP_LT_OQ));
+  }
+};
+
+template <class I>
+inline typename I::V vexp(typename I::V x) {
+  using V = typename I::V;
+  x = I::clamp(x, kExpMin, kExpMax);
+  const V k = I::round(I::mul(x, I::set1(kLog2e)));
+  V r = I::fma(k, I::set1(-kLn2Hi), x);
+  r = I::fma(k, I::set1(-kLn2Lo), r);
+  V p = I::set1(kExpC[7]);
+  for (int i = 6; i >= 0; --i)
+    p = I::fma(p, r, I::set1(kExpC[i]));
+  return I::scale2(p, k);
+}
+
+template <class I>
+inline typename I::V vsigmoid(typename I::V x) {
+  const auto one = I::set1(1.0f);
+  return I::div(one, I::add(one, vexp<I>(I::sub(I::set1(0.0f), x))));
+}
+
+template <class I>
+inline typename I::V vtanh(typename I::V x) {
+  using V = typename I::V;
+  const V a = I::abs(x), one = I::set1(1.0f);
+  // |x| ≥ 0.5: 1 - 2 / (e^{2|x|} + 1), sign restored
+  const V big = I::sub(one, I::div(I::set1(2.0f), I::add(vexp<I>(I::add(a, a)), one)));
+  // |x| < 0.5: the odd series
+  const V z = I::mul(x, x);
+  V p = I::set1(kTanhC[6]);
+  for (int i = 5; i >= 0; --i)
+    p = I::fma(p, z, I::set1(kTanhC[i]));
+  const V small = I::fma(I::mul(x, z), p, x);
+  return I::select_below(a, kTanhSmall, small, I::with_sign(big, x));
+}
+
+// f32 -> bf16, rounded to nearest even (as Tensor::store; no NaNs arise here).
+inline uint16_t to_bf16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+LB_TARGET_AVX512 inline void store_bf16(uint16_t* p, __m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+}
+
+// The cell of one step for batch rows 0..N-1 and unit blocks [b0, b1) (see the header).
+struct Cell {
+  const float* a = nullptr;       // A_t, N × 4H, gate-interleaved
+  const float* z = nullptr;       // bf16 problems: h_{t-1} · W_hᵀ, N × 4H, added to A_t here
+  const float* c_prev = nullptr;  // c_{t-1}, N × H
+  float* c = nullptr;             // c_t, N × H (may be c_prev)
+  float* h = nullptr;             // h_t, N × H (f32 problems)
+  float* relu_out = nullptr;      // max(h_t, 0), N × H, or null
+  uint16_t* h16 = nullptr;        // bf16 problems: h_t and max(h_t, 0) (or null) as bf16
+  uint16_t* relu16 = nullptr;
+  int64_t n = 0, hc = 0, u = 0;  // N, H, U
+};
+
+// Units [k·U, k·U + count) of batch row n, scalar (the last, partial block; the scalar ISA).
+inline void cell_scalar(const Cell& cl, int64_t n, int64_t k, int64_t count) {
+  const int64_t row = n * 4 * cl.hc + 4 * k * cl.u;  // i, f, g, o: count each
+  const int64_t at = n * cl.hc + k * cl.u;
+  const auto pre = [&](int64_t j) { return cl.a[row + j] + (cl.z ? cl.z[row + j] : 0.0f); };
+  for (int64_t j = 0; j < count; ++j) {
+    const float i = 1.0f / (1.0f + std::exp(-pre(j))), f = 1.0f / (1.0f + std::exp(-pre(count + j)));
+    const float g = std::tanh(pre(2 * count + j)), o = 1.0f / (1.0f + std::exp(-pre(3 * count + j)));
+    const float c = f * cl.c_prev[at + j] + i * g;
+    const float h = o * std::tanh(c);
+    cl.c[at + j] = c;
+    if (cl.h) cl.h[at + j] = h;
+    if (cl.relu_out) cl.relu_out[at + j] = std::max(h, 0.0f);
+    if (cl.h16) cl.h16[at + j] = to_bf16(h);
+    if (cl.relu16) cl.relu16[at + j] = to_bf16(std::max(h, 0.0f));
+  }
+}
+
+template <class I, bool BF16>
+inline void cell_vector(const Cell& cl, int64_t b0, int64_t b1) {
+  using V = typename I::V;
+  constexpr int64_t U = I::kLanes;
+  const int64_t H = cl.hc, full = H / U;  // blocks of U units; block `full` is partial
+  for (int64_t n = 0; n < cl.n; ++n)
+    for (int64_t k = b0; k < b1; ++k) {
+      if (k >= full) {
+        cell_scalar(cl, n, k, H - k * U);
+        continue;
+      }
+      const int64_t row = n * 4 * H + 4 * k * U, at = n * H + k * U;
+      V pre[4];
+      for (int q = 0; q < 4; ++q)
+        pre[q] = BF16 ? I::add(I::load(cl.a + row + q * U), I::load(cl.z + row + q * U))
+                      : I::load(cl.a + row + q * U);
+      const V i = vsigmoid<I>(pre[0]), f = vsigmoid<I>(pre[1]), g = vtanh<I>(pre[2]), o = vsigmoid<I>(pre[3]);
+      const V c = I::fma(f, I::load(cl.c_prev + at), I::mul(i, g));
+      const V h = I::mul(o, vtanh<I>(c));
+      I::store(cl.c + at, c);
+      if constexpr (BF16) {
+        store_bf16(cl.h16 + at, h);
+        if (cl.relu16) store_bf16(cl.relu16 + at, I::max0(h));
+      } else {
+        I::store(cl.h + at, h);
+        if (cl.relu_out) I::store(cl.relu_out + at, I::max0(h));
+      }
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), flatten)) void cell_avx512(const Cell& cl,
+                                                                                            int64_t b0,
+                                                                                            int64_t b1) {
+  if (cl.h16)
+    cell_vector<Avx512, true>(cl, b0, b1);
+  else
+    cell_vector<Avx512, false>(cl, b0, b1);
+}
+
+__attribute__((target("avx2,fma"), flatten)) void cell_avx2(const Cell& cl, int64_t b0, int64_t b1) {
+  cell_vector<Avx2, false>(cl, b0, b1);
+}
+
+// bf16 problems run on AVX-512 only (supports()).
+void cell_blocks(Isa isa, const Cell& cl, int64_t b0, int64_t b1) {
+  switch (isa) {
+    case Isa::avx512:
+      return cell_avx512(cl, b0, b1);
+    case Isa::avx2:
+      return cell_avx2(cl, b0, b1);
+    case Isa::scalar:
+      for (int64_t n = 0; n < cl.n; ++n)
+        for (int64_t k = b0; k < b1; ++k)
+          cell_scalar(cl, n, k, std::min(cl.u, cl.hc - k * cl.u));
+      return;
+  }
+}
+
+// A reusable barrier for the pool's threads inside one job: spins a few µs (balanced steps
+// arrive together), then yields, so that on an oversubscribed machine the thread it waits
+// for gets the core (pure spinning made two threads 5× slower than one there).
+class Barrier {
+ public:
+  static constexpr int kSpins = 512;
+  void reset(int threads) {
+    threads_ = threads;
+    count_.store(0);
+  }
+  void wait() {
+    if (threads_ <= 1) return;
+    const uint32_t gen = generation_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
+      count_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spin = 0; generation_.load(std::memory_order_acquire) == gen; ++spin) {
+      if (spin < kSpins)
+        _mm_pause();
+      else
+        std::this_thread::yield();  // cheap when the core is ours; hands it over when it is not
+    }
+  }
+
+ private:
+  int threads_ = 1;
+  std::atomic<int> count_{0};
+  std::atomic<uint32_t> generation_{0};
+};
+
+// At most this many rows (steps × batch) of the input projection per GEMM. Small chunks
+// keep the chunk of A the steps accumulate into (≤ kChunkRows × 4H floats) in L2 and the
+// GEMM's C tiles in cache between its K slices. Measured at T = 50, N = 64, H = 512, one
+// thread: 64-256 rows 60-61 ms, 512 rows 64 ms, all 3200 rows at once 65 ms (C is 26 MB).
+constexpr int64_t kChunkRows = 128;
+
+// Steps per projection GEMM: the count ≤ kChunkRows / N whose chunks waste the fewest rows
+// in partial MR-row tiles over the whole sequence (N = 64, MR = 14: 7 steps, 448 rows, no
+// partial tile), the longest of equals.
+int64_t chunk_steps(int64_t T, int64_t N, int64_t mr) {
+  const auto padded = [&](int64_t rows) { return (rows + mr - 1) / mr * mr; };
+  int64_t best = 1, best_rows = INT64_MAX;
+  for (int64_t steps = 1; steps <= std::min(T, std::max<int64_t>(1, kChunkRows / N)); ++steps) {
+    const int64_t rows = T / steps * padded(steps * N) + padded(T % steps * N);
+    if (rows <= best_rows) best = steps, best_rows = rows;
+  }
+  return best;
+}
+
+class CpuLstm final : public Kernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = dtype_reason(p, {DType::f32, DType::bf16}, "lstm.cpu.default"); !why.empty())
+      return why;
+    if (p.dt == DType::bf16 && !elem_supported(Elem::bf16))
+      return "cpu: bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
+    return {};
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    s_ = p.lstm();
+    relu_ = p.relu;
+    bf16_ = p.dt == DType::bf16;
+    isa_ = bf16_ ? Isa::avx512 : best_isa();  // bf16: vdpbf16ps and the AVX-512 cell
+    threads_ = std::max(1, ctx.threads);
+    pool_ = std::make_unique<Pool>(threads_);
+    barrier_.reset(threads_);
+    u_ = isa_ == Isa::avx512 ? Avx512::kLanes : Avx2::kLanes;
+    const int64_t T = s_.t, N = s_.mb, H = s_.hc, G = 4 * H;
+    const int64_t blocks = (H + u_ - 1) / u_;
+
+    // Thread tid owns unit blocks part_[tid] .. part_[tid+1]-1, columns column(part_[tid]) ..
+    part_.assign(threads_ + 1, 0);
+    for (int tid = 0; tid < threads_; ++tid)
+      part_[tid + 1] = split(blocks, 1, tid, threads_).last;
+
+    // Column j of the permuted order is row perm[j] of W_x, W_h and b.
+    std::vector<int64_t> perm(G);
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t count = std::min(u_, H - k * u_);
+      for (int64_t g = 0; g < 4; ++g)
+        for (int64_t j = 0; j < count; ++j)
+          perm[4 * k * u_ + g * count + j] = g * H + k * u_ + j;
+    }
+    const std::byte* wx = static_cast<const std::byte*>(ts.at(Arg::wei).data());
+    const std::byte* wh = static_cast<const std::byte*>(ts.at(Arg::wei_iter).data());
+    const size_t elem = bf16_ ? 2 : 4;
+    const float* bias = ts.at(Arg::bias).as<float>();
+    layers_.clear();
+    layers_.resize(s_.l);
+    for (int64_t l = 0; l < s_.l; ++l) {
+      Layer& ly = layers_[l];
+      ly.width = l == 0 ? s_.ic : H;
+      ly.bias = Buffer<float>(G);
+      for (int64_t j = 0; j < G; ++j)
+        ly.bias.data()[j] = bias[l * G + perm[j]];
+      // W_x is stacked: layer 0 is 4H×I, every later layer 4H×H.
+      const int64_t wx_at = l == 0 ? 0 : G * s_.ic + (l - 1) * G * H;
+      ly.wx = pack_slices(wx + wx_at * elem, ly.width, perm);
+      ly.wh = pack_slices(wh + l * G * H * elem, H, perm);
+    }
+    chunk_ = chunk_steps(T, N, f32_tile(isa_).mr);  // bf16 keeps f32's 14-row tile
+    a_ = Buffer<float>(size_t(chunk_ * N * G));
+    c_ = Buffer<float>(size_t(N * H));
+    const size_t seq = size_t(T * N * H);
+    if (bf16_) {
+      for (int tid = 0; tid < threads_; ++tid)  // gemm_lowp runs on thread 0's part of a workspace
+        thread_ws_.emplace_back(isa_, 1, true, false);
+      z_ = Buffer<float>(size_t(N * G));
+      if (s_.l > 1 || relu_ == Relu::fused) seq16_[0] = Buffer<uint16_t>(seq);
+      if (s_.l > 1) seq16_[1] = Buffer<uint16_t>(seq);
+    } else {
+      ws_ = Workspace(isa_, threads_, true, false);
+      if (s_.l > 1 || relu_ == Relu::fused) seq_[0] = Buffer<float>(seq);
+      if (s_.l > 1) seq_[1] = Buffer<float>(seq);
+    }
+  }
+
+  void run(TensorSet& ts) override {
+    const void* src = ts.at(Arg::src).data();
+    const void* h0 = ts.at(Arg::src_iter).data();
+    const float* c0 = ts.at(Arg::src_iter_c).as<float>();
+    void* dst = ts.at(Arg::dst).data();
+    pool_->run([&](int tid, int) {
+      if (bf16_)
+        thread_work<uint16_t>(tid, static_cast<const uint16_t*>(src), static_cast<const uint16_t*>(h0), c0,
+                              static_cast<uint16_t*>(dst));
+      else
+        thread_work<float>(tid, static_cast<const float*>(src), static_cast<const float*>(h0), c0,
+                           static_cast<float*>(dst));
+    });
+    relu_pass(relu_, ts, pool_.get());
+  }
+
+  void release() override {
+    pool_.reset();
+    layers_.clear();
+    ws_ = Workspace();
+    thread_ws_.clear();
+    for (Buffer<float>* b : {&a_, &z_, &c_, &seq_[0], &seq_[1]})
+      *b = Buffer<float>();
+    seq16_[0] = Buffer<uint16_t>();
+    seq16_[1] = Buffer<uint16_t>();
+  }
+
+  std::string details() const override {
+    return std::string(bf16_ ? "vdpbf16ps" : name(isa_)) + ", " + std::to_string(u_) + "-unit gate blocks, " +
+           std::to_string(chunk_) + " steps per input GEMM";
+  }
+
+  size_t scratch_bytes() const override {
+    size_t bytes = ws_.bytes() + a_.bytes() + z_.bytes() + c_.bytes() + seq_[0].bytes() + seq_[1].bytes() +
+                   seq16_[0].bytes() + seq16_[1].bytes();
+    for (const Workspace& w : thread_ws_)
+      bytes += w.bytes();
+    for (const Layer& ly : layers_) {
+      bytes += ly.bias.bytes();
+      for (const Packed& pk : ly.wx)
+        bytes += pk.bytes();
+      for (const Packed& pk : ly.wh)
+        bytes += pk.bytes();
+    }
+    return bytes;
+  }
+
+ private:
+  struct Layer {
+    int64_t width = 0;           // I for layer 0, else H
+    Buffer<float> bias;          // 4H, permuted
+    std::vector<Packed> wx, wh;  // per thread: its columns of W_xᵀ (width × cols), W_hᵀ (H × cols)
+  };
+
+  // W (4H × width, row-major, f32 or bf16 as the problem) with rows permuted, packed as the
+  // B operand of each thread's columns.
+  std::vector<Packed> pack_slices(const std::byte* w, int64_t width, const std::vector<int64_t>& perm) const {
+    const int64_t G = int64_t(perm.size());
+    const size_t elem = bf16_ ? 2 : 4, row = size_t(width) * elem;
+    std::vector<std::byte> rows(size_t(G) * row);
+    for (int64_t j = 0; j < G; ++j)
+      std::memcpy(rows.data() + j * row, w + perm[j] * row, row);
+    std::vector<Packed> slices(threads_);
+    for (int tid = 0; tid < threads_; ++tid) {
+      const int64_t first = column(part_[tid]), last = column(part_[tid + 1]);
+      if (last <= first) continue;
+      const std::byte* at = rows.data() + first * row;
+      if (bf16_)
+        slices[tid] = pack_lowp_b(Elem::bf16, last - first, width, at, width, 1);
+      else
+        slices[tid] =
+            Packed(isa_, false, last - first, width, {reinterpret_cast<const float*>(at), width, 1});
+    }
+    return slices;
+  }
+
+  // First column of unit block k in the permuted order.
+  int64_t column(int64_t k) const { return std::min(4 * k * u_, 4 * s_.hc); }
+
+  // C (rows × this thread's columns, row stride 4H) = X · W[l]ᵀ (+ bias), X rows × width
+  // (T: the storage, float or bf16). `c` points at the thread's first column.
+  template <class T>
+  void product(int tid, int64_t rows, int64_t width, const T* x, const Packed& w, const float* bias,
+               float* c) {
+    const int64_t cols = w.n(), G = 4 * s_.hc;
+    Epilogue ep;
+    ep.bias_col = bias;
+    if constexpr (std::is_same_v<T, uint16_t>) {
+      // f32 result: with no bf16 output given, the micro-kernel's last K slice writes f32 C.
+      gemm_lowp(Elem::bf16, rows, cols, width, x, width, w, 1.0f, c, G, nullptr, 0, ep, thread_ws_[tid],
+                nullptr);
+    } else {
+      Operand a, b;
+      a.strided = {x, width, 1};
+      b.packed = &w;
+      ep.accumulate = bias == nullptr;  // the recurrent product adds to the projection
+      gemm_f32_serial(isa_, rows, cols, width, a, b, c, G, ep, ws_, tid);
+    }
+  }
+
+  template <class T>
+  void thread_work(int tid, const T* src, const T* h0, const float* c0, T* dst) {
+    const int64_t T_ = s_.t, N = s_.mb, H = s_.hc, G = 4 * H;
+    const int64_t first = column(part_[tid]), cols = column(part_[tid + 1]) - first;
+    const T* input = src;
+    for (int64_t l = 0; l < s_.l; ++l) {
+      const Layer& ly = layers_[l];
+      const bool last = l + 1 == s_.l;
+      T* h_seq = last && relu_ != Relu::fused ? dst : sequence<T>(l % 2);  // T·N × H
+      Cell cell;
+      cell.n = N;
+      cell.hc = H;
+      cell.u = u_;
+      cell.c = c_.data();
+      cell.z = bf16_ ? z_.data() : nullptr;
+      for (int64_t t0 = 0; t0 < T_; t0 += chunk_) {
+        const int64_t steps = std::min(chunk_, T_ - t0);
+        // This thread's columns of A (steps·N × 4H) = X[t0·N ..] · W_xᵀ + b.
+        if (cols > 0)
+          product(tid, steps * N, ly.width, input + t0 * N * ly.width, ly.wx[tid], ly.bias.data() + first,
+                  a_.data() + first);
+        for (int64_t t = t0; t < t0 + steps; ++t) {
+          const T* h_prev = t == 0 ? h0 + l * N * H : h_seq + (t - 1) * N * H;
+          float* a_t = a_.data() + (t - t0) * N * G;
+          if (cols > 0) {
+            // f32: A_t += h_{t-1} · W_hᵀ in place; bf16: into Z, which the cell adds.
+            product(tid, N, H, h_prev, ly.wh[tid], nullptr, bf16_ ? z_.data() + first : a_t + first);
+            cell.a = a_t;
+            cell.c_prev = t == 0 ? c0 + l * N * H : c_.data();
+            T* relu = last && relu_ == Relu::fused ? dst + t * N * H : nullptr;
+            if constexpr (std::is_same_v<T, uint16_t>) {
+              cell.h16 = h_seq + t * N * H;
+              cell.relu16 = relu;
+            } else {
+              cell.h = h_seq + t * N * H;
+              cell.relu_out = relu;
+            }
+            cell_blocks(isa_, cell, part_[tid], part_[tid + 1]);
+          }
+          barrier_.wait();  // h_t complete before any thread's next product reads it
+        }
+      }
+      input = h_seq;
+    }
+  }
+
+  template <class T>
+  T* sequence(int i) {
+    if constexpr (std::is_same_v<T, uint16_t>)
+      return seq16_[i].data();
+    else
+      return seq_[i].data();
+  }
+
+  Lstm s_;
+  Relu relu_ = Relu::none;
+  bool bf16_ = false;
+  Isa isa_ = Isa::scalar;
+  int threads_ = 1;
+  int64_t u_ = 8;              // units per gate block
+  int64_t chunk_ = 1;          // steps per input-projection GEMM
+  std::vector<int64_t> part_;  // thread tid owns unit blocks part_[tid] .. part_[tid+1]-1
+  std::vector<Layer> layers_;
+  Workspace ws_;                      // f32: one for all threads (gemm_f32_serial, by tid)
+  std::vector<Workspace> thread_ws_;  // bf16: one per thread (gemm_lowp on the caller)
+  Buffer<float> a_, z_, c_, seq_[2];  // A chunk, Z (bf16), c, f32 sequences
+  Buffer<uint16_t> seq16_[2];         // bf16 sequences
+  std::unique_ptr<Pool> pool_;
+  Barrier barrier_;
+};
+
+}  // namespace
+
+void register_lstm(Registry& r) {
+  r.add({"lstm.cpu.default", Device::cpu,
+         "hoisted input GEMM; per step a per-thread recurrent GEMM on gate-interleaved columns + fused cell",
+         "f32", true},
+        [] { return std::make_unique<CpuLstm>(); });
+}
+
+}  // namespace lb::cpu

@@ -1,0 +1,60 @@
+// The micro-kernels: C tile (m ≤ MR rows × n ≤ NR columns) from one A micro-panel and one
+// B micro-panel, kc deep, with the epilogue. One set per ISA, each in its own file compiled
+// for that ISA only (CMake sets the flags per file) and free of standard-library templates,
+// so nothing compiled for AVX-512 can be picked by the linker for code that runs elsewhere.
+//
+// Packed panels are k-major in groups of KG (the instruction's dot-product depth: f32 1,
+// bf16 2 for vdpbf16ps, u8·s8 4 for vpdpbusd): element (r, k) at [(k/KG)·R·KG + r·KG + k%KG].
+#pragma once
+
+#include <cstdint>
+
+namespace lb::cpu {
+
+struct UkArgs {
+  int64_t kc = 0;             // depth of this slice, a multiple of KG (zero-padded)
+  const void* a = nullptr;    // A micro-panel, MR rows
+  const void* b = nullptr;    // B micro-panel, NR columns
+  float* c = nullptr;         // f32 C tile (partial sums between K slices; the result for f32)
+  int64_t ldc = 0;
+  uint16_t* out_bf16 = nullptr;  // last slice of a bf16 GEMM: the result goes here instead
+  int64_t ldo = 0;
+  int m = 0, n = 0;           // valid rows and columns of the tile
+  bool load_c = false;        // add the partial sums already in c
+  bool last = false;          // last K slice: apply scale, bias, ReLU and write the result
+  float scale = 1.0f;         // u8·s8: the product of the operands' scales
+  const float* bias_row = nullptr;  // bias of the tile's rows (already offset), or null
+  const float* bias_col = nullptr;  // bias of the tile's columns, or null
+  bool relu = false;
+};
+
+// MR×NR: avx512 14×32, avx2 6×16, scalar 4×8.
+void ukr_f32_avx512(const UkArgs& u);
+void ukr_bf16_avx512(const UkArgs& u);   // bf16 × bf16, f32 accumulation (vdpbf16ps)
+void ukr_u8s8_avx512(const UkArgs& u);   // u8 × s8, s32 accumulation (vpdpbusd)
+void ukr_f32_avx2(const UkArgs& u);
+void ukr_f32_scalar(const UkArgs& u);
+
+}  // namespace lb::cpu
+
+namespace lb::cpu {
+
+// Indirect f32 tile (AVX-512, 14×32 at most): B is not packed but read straight from a
+// zero-padded input image, row k of the tile's B being the 32 floats at x + off[k]
+// (convolution with unit width stride: a tile's pixels are consecutive in one input row).
+struct IndirectArgs {
+  int64_t kc = 0;
+  const float* a = nullptr;    // A micro-panel, 14 rows, k-major
+  const float* x = nullptr;    // the tile's first pixel in the padded image; 32 floats are
+                               // read at every x + off[k], whatever n (see the kernel)
+  const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
+  float* c = nullptr;
+  int64_t ldc = 0;
+  int m = 0, n = 0;
+  bool load_c = false, last = false;
+  const float* bias_row = nullptr;
+  bool relu = false;
+};
+void ukr_f32_indirect_avx512(const IndirectArgs& u);
+
+}  // namespace lb::cpu

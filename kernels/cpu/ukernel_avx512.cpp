@@ -1,0 +1,597 @@
+// AVX-512 micro-kernels, 14×32 tiles: 28 zmm accumulators (of 32), two zmm of B per
+// step and 14 broadcasts of A folded into the FMAs as {1to16} memory operands.
+//
+// Prediction (f32): per k step 28 FMAs (2 × 16 lanes × 14 rows) = 14 cycles on Zen 5's two
+// 512-bit FMA pipes, against 2 loads + 14 broadcast loads (≤ 3 loads/cycle): FMA-bound, so
+// the tile alone can reach ~100 % of peak; 28 independent chains hide the 4-cycle FMA latency
+// (8 needed). The B micro-panel (kc × 32 × 4 B = 32 KB at kc = 256) stays in L1 across the
+// MC/14 tiles that reuse it. bf16 (vdpbf16ps) and u8·s8 (vpdpbusd) do 2 and 4 multiply-adds
+// per lane per instruction on the same tile: ≤ 2× and ≤ 4× the f32 rate where the machine
+// runs them at full width (measured peaks here: bf16 1.84×, int8 3.98× f32).
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma.
+// GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 headers (the undefined
+// pass-through operand of masked loads), judged at the header line: silenced there only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#include "kernels/cpu/ukernel.h"
+
+namespace lb::cpu {
+namespace {
+
+constexpr int MR = 14;  // rows of A per tile: 14 × 2 accumulators + 2 B registers ≤ 32 zmm
+constexpr int NR = 32;  // columns: two zmm
+static_assert(MR * NR / 16 + NR / 16 <= 32, "accumulators and B must fit the 32 zmm registers");
+
+// GCC 12 spills the accumulators of the bf16 and VNNI intrinsics to the stack on every
+// step (measured: 40 % of the int8 peak); the same instructions as inline assembly, with
+// the accumulator as a read-write register operand, keep all 28 in registers.
+inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
+  asm("vdpbf16ps %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [b] "v"(b));
+  return acc;
+}
+inline __m512i dpbusd(__m512i acc, __m512i a_u8, __m512i b_s8) {
+  asm("vpdpbusd %[b], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a_u8), [b] "v"(b_s8));
+  return acc;
+}
+
+struct Masks {
+  __mmask16 lo, hi;
+};
+inline Masks masks(int n) {
+  const auto bits = [](int k) { return k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k > 0 ? k : 0)) - 1); };
+  return {bits(n), bits(n - 16)};
+}
+
+// The epilogue for f32 sums `acc`: partial sums, scale, bias, ReLU, store (f32 or bf16).
+// The epilogue reads the sums from t (M rows of 32, 64-byte aligned), see LB_STORE_SUMS.
+template <int M>
+inline void finish(const UkArgs& u, const float* t) {
+  const Masks mk = masks(u.n);
+  const __mmask16 mask[2] = {mk.lo, mk.hi};
+  __m512 bias_col[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  if (u.last && u.bias_col)
+    for (int h = 0; h < 2; ++h)
+      bias_col[h] = _mm512_maskz_loadu_ps(mask[h], u.bias_col + 16 * h);
+  const __m512 scale = _mm512_set1_ps(u.scale);
+  for (int i = 0; i < M; ++i) {
+    float* c = u.c + i * u.ldc;
+    for (int h = 0; h < 2; ++h) {
+      __m512 v = _mm512_load_ps(t + i * NR + 16 * h);
+      if (u.scale != 1.0f) v = _mm512_mul_ps(v, scale);
+      if (u.load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], c + 16 * h));
+      if (u.last) {
+        if (u.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(u.bias_row[i]));
+        if (u.bias_col) v = _mm512_add_ps(v, bias_col[h]);
+        if (u.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      }
+      if (u.last && u.out_bf16) {
+        const __m256i b = (__m256i)_mm512_cvtneps_pbh(v);
+        _mm256_mask_storeu_epi16(u.out_bf16 + i * u.ldo + 16 * h, mask[h], b);
+      } else {
+        _mm512_mask_storeu_ps(c + 16 * h, mask[h], v);
+      }
+    }
+  }
+}
+
+// acc[M][2] (f32 or s32 sums) into t, written out in place: passing the accumulator array
+// by reference to a helper made GCC keep it in memory, storing every accumulator on every
+// k step (measured: the 8-row tile at half the 14-row one's rate).
+inline __m512 to_ps(__m512 v) {
+  return v;
+}
+inline __m512 to_ps(__m512i v) {
+  return _mm512_cvtepi32_ps(v);
+}
+#define LB_STORE_SUMS(acc, t, M)                         \
+  for (int i_ = 0; i_ < (M); ++i_)                       \
+    for (int h_ = 0; h_ < 2; ++h_)                       \
+      _mm512_store_ps((t) + i_ * NR + 16 * h_, to_ps(acc[i_][h_]))
+
+// The C tile's 2·M cache lines are fetched while the k loop runs: they sit at ldc strides
+// (in L3 or memory) and would otherwise stall the epilogue (measured: 19 % of the f32 tile's
+// time in the two C loads before this).
+template <int M>
+inline void prefetch_c(const UkArgs& u) {
+  if (!u.c) return;
+  for (int i = 0; i < M; ++i) {
+    _mm_prefetch(reinterpret_cast<const char*>(u.c + i * u.ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(u.c + i * u.ldc + 16), _MM_HINT_T0);
+  }
+}
+
+template <int M>
+void f32_tile(const UkArgs& u) {
+  prefetch_c<M>(u);
+  __m512 acc[M][2];
+  for (int i = 0; i < M; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const float* a = static_cast<const float*>(u.a);
+  const float* b = static_cast<const float*>(u.b);
+  for (int64_t k = 0; k < u.kc; ++k, a += MR, b += NR) {
+    const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+    for (int i = 0; i < M; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  alignas(64) float t[M * NR];
+  LB_STORE_SUMS(acc, t, M);
+  finish<M>(u, t);
+}
+
+template <int M>
+void bf16_tile(const UkArgs& u) {
+  if (u.load_c || !u.out_bf16) prefetch_c<M>(u);
+  __m512 acc[M][2];
+  for (int i = 0; i < M; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const auto* a = static_cast<const uint32_t*>(u.a);  // a pair of bf16 per row per step
+  const auto* b = static_cast<const uint16_t*>(u.b);
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < u.kc; k += 2, a += MR, b += 2 * NR) {
+    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 32);
+    for (int i = 0; i < M; ++i) {
+      const __m512i ai = _mm512_set1_epi32(int(a[i]));
+      acc[i][0] = dpbf16(acc[i][0], ai, b0);
+      acc[i][1] = dpbf16(acc[i][1], ai, b1);
+    }
+  }
+  alignas(64) float t[M * NR];
+  LB_STORE_SUMS(acc, t, M);
+  finish<M>(u, t);
+}
+
+template <int M>
+void u8s8_tile(const UkArgs& u) {
+  prefetch_c<M>(u);
+  __m512i acc[M][2];
+  for (int i = 0; i < M; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  const auto* a = static_cast<const uint32_t*>(u.a);  // four u8 per row per step
+  const auto* b = static_cast<const int8_t*>(u.b);
+#pragma GCC unroll 2
+  for (int64_t k = 0; k < u.kc; k += 4, a += MR, b += 4 * NR) {
+    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64);
+    for (int i = 0; i < M; ++i) {
+      const __m512i ai = _mm512_set1_epi32(int(a[i]));
+      acc[i][0] = dpbusd(acc[i][0], ai, b0);
+      acc[i][1] = dpbusd(acc[i][1], ai, b1);
+    }
+  }
+  alignas(64) float t[M * NR];
+  LB_STORE_SUMS(acc, t, M);
+  finish<M>(u, t);
+}
+
+// The full 14-row tiles: the k loop in assembly, accumulators pinned to zmm4-zmm31 and B in
+// zmm0-zmm1, each row's A value broadcast once (a load-unit µop) into zmm2/zmm3 in turn.
+// GCC 12 compiles the bf16 and VNNI intrinsics spilling accumulators to the stack every
+// step (measured 40-50 % of peak), and the f32 one with a worse schedule. Folding A into
+// each FMA as a {1to16} memory operand instead measured slower: 28 loads per step rather
+// than 14, at the load ports' limit.
+// Each k step: B's 32 columns (128 B) at b, A's 14 rows at a (56 B), then a += 56, b += 128.
+#define LB_ROW_FMA(off, ra, r0, r1)                                   \
+  "vbroadcastss " #off "(%[a]), %%zmm" #ra "\n\t"                     \
+  "vfmadd231ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                \
+  "vfmadd231ps %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
+#define LB_ROW_BF16(off, ra, r0, r1)                                  \
+  "vpbroadcastd " #off "(%[a]), %%zmm" #ra "\n\t"                     \
+  "vdpbf16ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                  \
+  "vdpbf16ps %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
+#define LB_ROW_VNNI(off, ra, r0, r1)                                  \
+  "vpbroadcastd " #off "(%[a]), %%zmm" #ra "\n\t"                     \
+  "vpdpbusd %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                   \
+  "vpdpbusd %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
+// Where a full tile's sums go: into t (14×32, row-major), or straight into C rows
+// (ldc bytes apart), replacing or adding to what is there.
+#define LB_STORE_T \
+  "vmovaps %%zmm4, 0(%[t])\n\t" "vmovaps %%zmm5, 64(%[t])\n\t" \
+  "vmovaps %%zmm6, 128(%[t])\n\t" "vmovaps %%zmm7, 192(%[t])\n\t" \
+  "vmovaps %%zmm8, 256(%[t])\n\t" "vmovaps %%zmm9, 320(%[t])\n\t" \
+  "vmovaps %%zmm10, 384(%[t])\n\t" "vmovaps %%zmm11, 448(%[t])\n\t" \
+  "vmovaps %%zmm12, 512(%[t])\n\t" "vmovaps %%zmm13, 576(%[t])\n\t" \
+  "vmovaps %%zmm14, 640(%[t])\n\t" "vmovaps %%zmm15, 704(%[t])\n\t" \
+  "vmovaps %%zmm16, 768(%[t])\n\t" "vmovaps %%zmm17, 832(%[t])\n\t" \
+  "vmovaps %%zmm18, 896(%[t])\n\t" "vmovaps %%zmm19, 960(%[t])\n\t" \
+  "vmovaps %%zmm20, 1024(%[t])\n\t" "vmovaps %%zmm21, 1088(%[t])\n\t" \
+  "vmovaps %%zmm22, 1152(%[t])\n\t" "vmovaps %%zmm23, 1216(%[t])\n\t" \
+  "vmovaps %%zmm24, 1280(%[t])\n\t" "vmovaps %%zmm25, 1344(%[t])\n\t" \
+  "vmovaps %%zmm26, 1408(%[t])\n\t" "vmovaps %%zmm27, 1472(%[t])\n\t" \
+  "vmovaps %%zmm28, 1536(%[t])\n\t" "vmovaps %%zmm29, 1600(%[t])\n\t" \
+  "vmovaps %%zmm30, 1664(%[t])\n\t" "vmovaps %%zmm31, 1728(%[t])\n\t" \
+
+#define LB_STORE_C \
+  "vmovups %%zmm4, (%[c])\n\t" "vmovups %%zmm5, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm6, (%[c])\n\t" "vmovups %%zmm7, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm8, (%[c])\n\t" "vmovups %%zmm9, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm10, (%[c])\n\t" "vmovups %%zmm11, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm12, (%[c])\n\t" "vmovups %%zmm13, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm14, (%[c])\n\t" "vmovups %%zmm15, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm16, (%[c])\n\t" "vmovups %%zmm17, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm18, (%[c])\n\t" "vmovups %%zmm19, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm20, (%[c])\n\t" "vmovups %%zmm21, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm22, (%[c])\n\t" "vmovups %%zmm23, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm24, (%[c])\n\t" "vmovups %%zmm25, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm26, (%[c])\n\t" "vmovups %%zmm27, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm28, (%[c])\n\t" "vmovups %%zmm29, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vmovups %%zmm30, (%[c])\n\t" "vmovups %%zmm31, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+
+#define LB_ADD_C \
+  "vaddps (%[c]), %%zmm4, %%zmm4\n\t" "vaddps 64(%[c]), %%zmm5, %%zmm5\n\t" "vmovups %%zmm4, (%[c])\n\t" "vmovups %%zmm5, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm6, %%zmm6\n\t" "vaddps 64(%[c]), %%zmm7, %%zmm7\n\t" "vmovups %%zmm6, (%[c])\n\t" "vmovups %%zmm7, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm8, %%zmm8\n\t" "vaddps 64(%[c]), %%zmm9, %%zmm9\n\t" "vmovups %%zmm8, (%[c])\n\t" "vmovups %%zmm9, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm10, %%zmm10\n\t" "vaddps 64(%[c]), %%zmm11, %%zmm11\n\t" "vmovups %%zmm10, (%[c])\n\t" "vmovups %%zmm11, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm12, %%zmm12\n\t" "vaddps 64(%[c]), %%zmm13, %%zmm13\n\t" "vmovups %%zmm12, (%[c])\n\t" "vmovups %%zmm13, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm14, %%zmm14\n\t" "vaddps 64(%[c]), %%zmm15, %%zmm15\n\t" "vmovups %%zmm14, (%[c])\n\t" "vmovups %%zmm15, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm16, %%zmm16\n\t" "vaddps 64(%[c]), %%zmm17, %%zmm17\n\t" "vmovups %%zmm16, (%[c])\n\t" "vmovups %%zmm17, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm18, %%zmm18\n\t" "vaddps 64(%[c]), %%zmm19, %%zmm19\n\t" "vmovups %%zmm18, (%[c])\n\t" "vmovups %%zmm19, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm20, %%zmm20\n\t" "vaddps 64(%[c]), %%zmm21, %%zmm21\n\t" "vmovups %%zmm20, (%[c])\n\t" "vmovups %%zmm21, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm22, %%zmm22\n\t" "vaddps 64(%[c]), %%zmm23, %%zmm23\n\t" "vmovups %%zmm22, (%[c])\n\t" "vmovups %%zmm23, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm24, %%zmm24\n\t" "vaddps 64(%[c]), %%zmm25, %%zmm25\n\t" "vmovups %%zmm24, (%[c])\n\t" "vmovups %%zmm25, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm26, %%zmm26\n\t" "vaddps 64(%[c]), %%zmm27, %%zmm27\n\t" "vmovups %%zmm26, (%[c])\n\t" "vmovups %%zmm27, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm28, %%zmm28\n\t" "vaddps 64(%[c]), %%zmm29, %%zmm29\n\t" "vmovups %%zmm28, (%[c])\n\t" "vmovups %%zmm29, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+  "vaddps (%[c]), %%zmm30, %%zmm30\n\t" "vaddps 64(%[c]), %%zmm31, %%zmm31\n\t" "vmovups %%zmm30, (%[c])\n\t" "vmovups %%zmm31, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+
+#define LB_FULL_TILE(ROWS, STORE)                                              \
+  asm volatile(                                                         \
+      "vpxord %%zmm4, %%zmm4, %%zmm4\n\t" \
+      "vpxord %%zmm5, %%zmm5, %%zmm5\n\t" \
+      "vpxord %%zmm6, %%zmm6, %%zmm6\n\t" \
+      "vpxord %%zmm7, %%zmm7, %%zmm7\n\t" \
+      "vpxord %%zmm8, %%zmm8, %%zmm8\n\t" \
+      "vpxord %%zmm9, %%zmm9, %%zmm9\n\t" \
+      "vpxord %%zmm10, %%zmm10, %%zmm10\n\t" \
+      "vpxord %%zmm11, %%zmm11, %%zmm11\n\t" \
+      "vpxord %%zmm12, %%zmm12, %%zmm12\n\t" \
+      "vpxord %%zmm13, %%zmm13, %%zmm13\n\t" \
+      "vpxord %%zmm14, %%zmm14, %%zmm14\n\t" \
+      "vpxord %%zmm15, %%zmm15, %%zmm15\n\t" \
+      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t" \
+      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t" \
+      "vpxord %%zmm18, %%zmm18, %%zmm18\n\t" \
+      "vpxord %%zmm19, %%zmm19, %%zmm19\n\t" \
+      "vpxord %%zmm20, %%zmm20, %%zmm20\n\t" \
+      "vpxord %%zmm21, %%zmm21, %%zmm21\n\t" \
+      "vpxord %%zmm22, %%zmm22, %%zmm22\n\t" \
+      "vpxord %%zmm23, %%zmm23, %%zmm23\n\t" \
+      "vpxord %%zmm24, %%zmm24, %%zmm24\n\t" \
+      "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+      "vpxord %%zmm26, %%zmm26, %%zmm26\n\t" \
+      "vpxord %%zmm27, %%zmm27, %%zmm27\n\t" \
+      "vpxord %%zmm28, %%zmm28, %%zmm28\n\t" \
+      "vpxord %%zmm29, %%zmm29, %%zmm29\n\t" \
+      "vpxord %%zmm30, %%zmm30, %%zmm30\n\t" \
+      "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
+      "test %[steps], %[steps]\n\t"                            \
+      "jz 2f\n\t"                                                     \
+      "1:\n\t"                                                        \
+      "vmovaps (%[b]), %%zmm0\n\t"                                    \
+      "vmovaps 64(%[b]), %%zmm1\n\t"                                  \
+      ROWS                                                              \
+      "add $56, %[a]\n\t"                                             \
+      "add $128, %[b]\n\t"                                            \
+      "dec %[steps]\n\t"                                              \
+      "jnz 1b\n\t"                                                    \
+      "2:\n\t"                                                        \
+      STORE                                                             \
+      : [a] "+r"(a), [b] "+r"(b), [steps] "+r"(steps), [c] "+r"(c)         \
+      : [t] "r"(t), [ldc] "r"(ldc)                                      \
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc")
+
+// The 14×32 sums of a full tile, f32 or s32 by the kind, into t (64-byte aligned).
+enum class Kind { f32, bf16, u8s8 };
+template <Kind K>
+void full_tile_sums(const UkArgs& u, void* t) {
+  const char* a = static_cast<const char*>(u.a);
+  const char* b = static_cast<const char*>(u.b);
+  int64_t steps = K == Kind::f32 ? u.kc : K == Kind::bf16 ? u.kc / 2 : u.kc / 4;
+  char* c = nullptr;  // unused by LB_STORE_T
+  const int64_t ldc = 0;
+  if constexpr (K == Kind::f32) {
+    LB_FULL_TILE(
+  LB_ROW_FMA(0, 2, 4, 5)
+  LB_ROW_FMA(4, 3, 6, 7)
+  LB_ROW_FMA(8, 2, 8, 9)
+  LB_ROW_FMA(12, 3, 10, 11)
+  LB_ROW_FMA(16, 2, 12, 13)
+  LB_ROW_FMA(20, 3, 14, 15)
+  LB_ROW_FMA(24, 2, 16, 17)
+  LB_ROW_FMA(28, 3, 18, 19)
+  LB_ROW_FMA(32, 2, 20, 21)
+  LB_ROW_FMA(36, 3, 22, 23)
+  LB_ROW_FMA(40, 2, 24, 25)
+  LB_ROW_FMA(44, 3, 26, 27)
+  LB_ROW_FMA(48, 2, 28, 29)
+  LB_ROW_FMA(52, 3, 30, 31)
+    , LB_STORE_T);
+  } else if constexpr (K == Kind::bf16) {
+    LB_FULL_TILE(
+  LB_ROW_BF16(0, 2, 4, 5)
+  LB_ROW_BF16(4, 3, 6, 7)
+  LB_ROW_BF16(8, 2, 8, 9)
+  LB_ROW_BF16(12, 3, 10, 11)
+  LB_ROW_BF16(16, 2, 12, 13)
+  LB_ROW_BF16(20, 3, 14, 15)
+  LB_ROW_BF16(24, 2, 16, 17)
+  LB_ROW_BF16(28, 3, 18, 19)
+  LB_ROW_BF16(32, 2, 20, 21)
+  LB_ROW_BF16(36, 3, 22, 23)
+  LB_ROW_BF16(40, 2, 24, 25)
+  LB_ROW_BF16(44, 3, 26, 27)
+  LB_ROW_BF16(48, 2, 28, 29)
+  LB_ROW_BF16(52, 3, 30, 31)
+    , LB_STORE_T);
+  } else {
+    LB_FULL_TILE(
+  LB_ROW_VNNI(0, 2, 4, 5)
+  LB_ROW_VNNI(4, 3, 6, 7)
+  LB_ROW_VNNI(8, 2, 8, 9)
+  LB_ROW_VNNI(12, 3, 10, 11)
+  LB_ROW_VNNI(16, 2, 12, 13)
+  LB_ROW_VNNI(20, 3, 14, 15)
+  LB_ROW_VNNI(24, 2, 16, 17)
+  LB_ROW_VNNI(28, 3, 18, 19)
+  LB_ROW_VNNI(32, 2, 20, 21)
+  LB_ROW_VNNI(36, 3, 22, 23)
+  LB_ROW_VNNI(40, 2, 24, 25)
+  LB_ROW_VNNI(44, 3, 26, 27)
+  LB_ROW_VNNI(48, 2, 28, 29)
+  LB_ROW_VNNI(52, 3, 30, 31)
+    , LB_STORE_T);
+  }
+}
+
+template <Kind K>
+void full_tile(const UkArgs& u) {
+  prefetch_c<MR>(u);
+  alignas(64) float t[MR * NR];
+  full_tile_sums<K>(u, t);
+  if constexpr (K == Kind::u8s8)
+    for (int i = 0; i < MR * NR; i += 16)
+      _mm512_store_ps(t + i, _mm512_cvtepi32_ps(_mm512_load_si512(t + i)));
+  finish<MR>(u, t);
+}
+
+// A full-width f32 tile (n = 32) goes straight to C, added to its partial sums after the
+// first K slice; on the last slice a pass over the tile (now in L1) adds bias and ReLU.
+void full_f32_tile_to_c(const UkArgs& u) {
+  prefetch_c<MR>(u);
+  const char* a = static_cast<const char*>(u.a);
+  const char* b = static_cast<const char*>(u.b);
+  int64_t steps = u.kc;
+  char* c = reinterpret_cast<char*>(u.c);
+  const int64_t ldc = u.ldc * int64_t(sizeof(float));
+  void* t = nullptr;  // unused by LB_STORE_C / LB_ADD_C
+  if (u.load_c) {
+    LB_FULL_TILE(
+  LB_ROW_FMA(0, 2, 4, 5)
+  LB_ROW_FMA(4, 3, 6, 7)
+  LB_ROW_FMA(8, 2, 8, 9)
+  LB_ROW_FMA(12, 3, 10, 11)
+  LB_ROW_FMA(16, 2, 12, 13)
+  LB_ROW_FMA(20, 3, 14, 15)
+  LB_ROW_FMA(24, 2, 16, 17)
+  LB_ROW_FMA(28, 3, 18, 19)
+  LB_ROW_FMA(32, 2, 20, 21)
+  LB_ROW_FMA(36, 3, 22, 23)
+  LB_ROW_FMA(40, 2, 24, 25)
+  LB_ROW_FMA(44, 3, 26, 27)
+  LB_ROW_FMA(48, 2, 28, 29)
+  LB_ROW_FMA(52, 3, 30, 31)
+    , LB_ADD_C);
+  } else {
+    LB_FULL_TILE(
+  LB_ROW_FMA(0, 2, 4, 5)
+  LB_ROW_FMA(4, 3, 6, 7)
+  LB_ROW_FMA(8, 2, 8, 9)
+  LB_ROW_FMA(12, 3, 10, 11)
+  LB_ROW_FMA(16, 2, 12, 13)
+  LB_ROW_FMA(20, 3, 14, 15)
+  LB_ROW_FMA(24, 2, 16, 17)
+  LB_ROW_FMA(28, 3, 18, 19)
+  LB_ROW_FMA(32, 2, 20, 21)
+  LB_ROW_FMA(36, 3, 22, 23)
+  LB_ROW_FMA(40, 2, 24, 25)
+  LB_ROW_FMA(44, 3, 26, 27)
+  LB_ROW_FMA(48, 2, 28, 29)
+  LB_ROW_FMA(52, 3, 30, 31)
+    , LB_STORE_C);
+  }
+  if (!u.last || (!u.bias_row && !u.bias_col && !u.relu)) return;
+  const __m512 bias_col[2] = {u.bias_col ? _mm512_loadu_ps(u.bias_col) : _mm512_setzero_ps(),
+                              u.bias_col ? _mm512_loadu_ps(u.bias_col + 16) : _mm512_setzero_ps()};
+  for (int i = 0; i < MR; ++i)
+    for (int h = 0; h < 2; ++h) {
+      float* ci = u.c + i * u.ldc + 16 * h;
+      __m512 v = _mm512_add_ps(_mm512_loadu_ps(ci), bias_col[h]);
+      if (u.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(u.bias_row[i]));
+      if (u.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      _mm512_storeu_ps(ci, v);
+    }
+}
+
+// Indirect tiles (ukernel.h): B row k is read from x + off[k], always 32 floats: lanes past
+// n hold whatever follows (the caller keeps 32 readable floats past its last offset) and
+// only feed sums that are never stored. Masked loads here made GCC 12 keep the
+// accumulators in memory, storing each on every k step.
+// The k loop alone, on plain values (GCC kept the accumulators in memory when the loop sat
+// in the function that also builds the epilogue's arguments).
+template <int M>
+void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t) {
+  __m512 acc[M][2];
+  for (int i = 0; i < M; ++i)
+    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k, a += MR) {
+    const float* b = x + off[k];
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    for (int i = 0; i < M; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  LB_STORE_SUMS(acc, t, M);
+}
+
+template <int M>
+void indirect_tile(const IndirectArgs& ia) {
+  UkArgs u;
+  u.c = ia.c;
+  u.ldc = ia.ldc;
+  u.m = M;
+  u.n = ia.n;
+  u.load_c = ia.load_c;
+  u.last = ia.last;
+  u.bias_row = ia.bias_row;
+  u.relu = ia.relu;
+  prefetch_c<M>(u);
+  alignas(64) float t[M * NR];
+  indirect_sums<M>(ia.kc, ia.a, ia.x, ia.off, t);
+  finish<M>(u, t);
+}
+template <int M>
+struct Indirect {
+  static void run(const IndirectArgs& u) { indirect_tile<M>(u); }
+};
+
+// The full 14-row indirect tile in assembly, as the packed one (GCC spills this one's
+// accumulators too): per k step an offset from the table, two loads of B from the padded
+// image, 14 broadcasts of A, 28 FMAs.
+void indirect_full_tile(const IndirectArgs& ia) {
+  UkArgs u;
+  u.c = ia.c;
+  u.ldc = ia.ldc;
+  u.m = MR;
+  u.n = ia.n;
+  u.load_c = ia.load_c;
+  u.last = ia.last;
+  u.bias_row = ia.bias_row;
+  u.relu = ia.relu;
+  prefetch_c<MR>(u);
+  alignas(64) float t[MR * NR];
+  const float* a = ia.a;
+  const int64_t* off = ia.off;
+  int64_t steps = ia.kc, tmp = 0;
+  asm volatile(
+      "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"
+      "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
+      "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"
+      "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
+      "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
+      "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
+      "vpxord %%zmm10, %%zmm10, %%zmm10\n\t"
+      "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
+      "vpxord %%zmm12, %%zmm12, %%zmm12\n\t"
+      "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"
+      "vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
+      "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
+      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
+      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
+      "vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
+      "vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
+      "vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
+      "vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
+      "vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
+      "vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
+      "vpxord %%zmm24, %%zmm24, %%zmm24\n\t"
+      "vpxord %%zmm25, %%zmm25, %%zmm25\n\t"
+      "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"
+      "vpxord %%zmm27, %%zmm27, %%zmm27\n\t"
+      "vpxord %%zmm28, %%zmm28, %%zmm28\n\t"
+      "vpxord %%zmm29, %%zmm29, %%zmm29\n\t"
+      "vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
+      "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
+      "test %[steps], %[steps]\n\t"
+      "jz 2f\n\t"
+      "1:\n\t"
+      "mov (%[off]), %[tmp]\n\t"
+      "vmovups (%[x], %[tmp], 4), %%zmm0\n\t"
+      "vmovups 64(%[x], %[tmp], 4), %%zmm1\n\t"
+  LB_ROW_FMA(0, 2, 4, 5)
+  LB_ROW_FMA(4, 3, 6, 7)
+  LB_ROW_FMA(8, 2, 8, 9)
+  LB_ROW_FMA(12, 3, 10, 11)
+  LB_ROW_FMA(16, 2, 12, 13)
+  LB_ROW_FMA(20, 3, 14, 15)
+  LB_ROW_FMA(24, 2, 16, 17)
+  LB_ROW_FMA(28, 3, 18, 19)
+  LB_ROW_FMA(32, 2, 20, 21)
+  LB_ROW_FMA(36, 3, 22, 23)
+  LB_ROW_FMA(40, 2, 24, 25)
+  LB_ROW_FMA(44, 3, 26, 27)
+  LB_ROW_FMA(48, 2, 28, 29)
+  LB_ROW_FMA(52, 3, 30, 31)
+      "add $56, %[a]\n\t"
+      "add $8, %[off]\n\t"
+      "dec %[steps]\n\t"
+      "jnz 1b\n\t"
+      "2:\n\t"
+      LB_STORE_T
+      : [a] "+r"(a), [off] "+r"(off), [steps] "+r"(steps), [tmp] "=&r"(tmp)
+      : [x] "r"(ia.x), [t] "r"(t)
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc");
+  finish<MR>(u, t);
+}
+
+
+// m (1..14) → the tile instantiated for it.
+template <template <int> class T, class Args>
+void dispatch(const Args& u) {
+  switch (u.m) {
+    case 1: return T<1>::run(u);
+    case 2: return T<2>::run(u);
+    case 3: return T<3>::run(u);
+    case 4: return T<4>::run(u);
+    case 5: return T<5>::run(u);
+    case 6: return T<6>::run(u);
+    case 7: return T<7>::run(u);
+    case 8: return T<8>::run(u);
+    case 9: return T<9>::run(u);
+    case 10: return T<10>::run(u);
+    case 11: return T<11>::run(u);
+    case 12: return T<12>::run(u);
+    case 13: return T<13>::run(u);
+    default: return T<14>::run(u);  // the full tile, see full_tile()
+  }
+}
+template <int M>
+struct F32 {
+  static void run(const UkArgs& u) { f32_tile<M>(u); }
+};
+template <int M>
+struct Bf16 {
+  static void run(const UkArgs& u) { bf16_tile<M>(u); }
+};
+template <int M>
+struct U8s8 {
+  static void run(const UkArgs& u) { u8s8_tile<M>(u); }
+};
+
+}  // namespace
+
+void ukr_f32_avx512(const UkArgs& u) {
+  if (u.m == MR && u.n == NR && u.scale == 1.0f) return full_f32_tile_to_c(u);
+  if (u.m == MR) return full_tile<Kind::f32>(u);
+  dispatch<F32>(u);
+}
+void ukr_bf16_avx512(const UkArgs& u) {
+  if (u.m == MR) return full_tile<Kind::bf16>(u);
+  dispatch<Bf16>(u);
+}
+void ukr_u8s8_avx512(const UkArgs& u) {
+  if (u.m == MR) return full_tile<Kind::u8s8>(u);
+  dispatch<U8s8>(u);
+}
+
+void ukr_f32_indirect_avx512(const IndirectArgs& u) {
+  if (u.m == MR) return indirect_full_tile(u);
+  dispatch<Indirect>(u);
+}
+
+}  // namespace lb::cpu
