@@ -20,6 +20,7 @@ const Registry& registry() {
 #ifdef LB_HAVE_CUDA
     register_cublas(reg);
     register_cudnn(reg);
+    register_cuda(reg);
 #endif
     return reg;
   }();

@@ -42,6 +42,7 @@ void register_eigen(Registry& r);   // built with LB_HAVE_EIGEN
 void register_cpu(Registry& r);     // built with LB_HAVE_CPU (x86-64)
 void register_cublas(Registry& r);  // built with LB_HAVE_CUDA (cuda/)
 void register_cudnn(Registry& r);   // built with LB_HAVE_CUDA (cuda/)
+void register_cuda(Registry& r);    // built with LB_HAVE_CUDA (cuda/own/): our own CUDA kernels
 
 // The registry with every backend built into this binary: kernels/backends.cpp, in the
 // lb_backends library, which links every backend (the GPU ones live in cuda/, which
