@@ -6,8 +6,9 @@
 #   3. `layerbench check` for every GPU backend on the smoke suite and the bundled
 #      networks, in f32, tf32, f16 and bf16;
 #   4. one CPU + GPU sweep: alexnet and mobilenet_v1 layers and lstm_lm at batch 1 and 32,
-#      and GEMM 4096^3 and 8192^3, in f32, tf32 and bf16; GPU cases with spin and with
-#      blocking waits (claim 2); merged into sweep.json.
+#      GEMM 4096^3 and 8192^3 (cuBLAS, our whole SGEMM progression and mma.sync GEMM,
+#      oneDNN) and the I=H=512 LSTM at batch 1 and 64, in f32, tf32 and bf16; GPU cases
+#      with spin and with blocking waits (claim 2); merged into sweep.json.
 # usage: scripts/gpu-check.sh OUTDIR      (LB_GPU_CHECK_QUICK=1: a small sweep, for trying
 # the script on a machine without a GPU). Exit status: non-zero if a test or check failed.
 set -uo pipefail
@@ -66,16 +67,21 @@ quick=${LB_GPU_CHECK_QUICK:-0}
 common=(--dtype f32,tf32,bf16 --threads "1,$(nproc)" --sync spin,blocking --verify-macs 50000000
   --benchmark_min_time=0.05 --benchmark_repetitions=3)
 networks=(--network alexnet,mobilenet_v1,lstm_lm --batch 1,32)
-gemm=(--suite gpu_gemm --backend cublas,onednn)
+# --backend cuda sweeps our whole SGEMM progression (its steps are opt-in elsewhere).
+gemm=(--suite gpu_gemm --backend cublas,cuda,onednn)
+lstm=(--suite lstm --backend cudnn,cuda,onednn,cpu)
 if [ "$quick" = 1 ]; then
   networks=(--network alexnet --batch 1 --backend onednn,cublas,cudnn)
-  gemm=(--problem "dense mb=256 ic=256 oc=256 name=gemm256" --backend cublas,onednn)
+  gemm=(--problem "dense mb=256 ic=256 oc=256 name=gemm256" --backend cublas,cuda,onednn)
+  lstm=(--problem "lstm mb=2 t=3 ic=16 hc=16 name=lstm16" --backend cudnn,cuda,onednn)
   common=(--dtype f32,bf16 --threads 1 --sync spin,blocking --benchmark_min_time=0.01 --benchmark_repetitions=2)
 fi
 "$lb" run "${networks[@]}" "${common[@]}" --out "$out/sweep-networks.json" >"$out/sweep.log" 2>&1 || status=1
 log "networks: $(grep -c '^\[' "$out/sweep.log") cases"
 "$lb" run "${gemm[@]}" "${common[@]}" --out "$out/sweep-gemm.json" >>"$out/sweep.log" 2>&1 || status=1
-"$lb" merge "$out/sweep.json" "$out/sweep-networks.json" "$out/sweep-gemm.json" >>"$out/gpu-check.log" 2>&1 || status=1
+"$lb" run "${lstm[@]}" "${common[@]}" --out "$out/sweep-lstm.json" >>"$out/sweep.log" 2>&1 || status=1
+"$lb" merge "$out/sweep.json" "$out/sweep-networks.json" "$out/sweep-gemm.json" "$out/sweep-lstm.json" \
+  >>"$out/gpu-check.log" 2>&1 || status=1
 rm -f "$out"/sweep-*.json "$out"/sweep-*.jsonl
 grep -A200 '^problem ' "$out/sweep.log" | tail -n 60 >"$out/summary.txt"
 
