@@ -320,7 +320,7 @@ Workspace::Workspace(Isa isa, int threads, bool pack_a, bool pack_b, int64_t max
   const Spec& s = spec_of(isa);
   // A: an MC×KC block, or one row panel K deep up to K = 8192 (see one_slice in drive()).
   a_floats_ = pack_a ? std::max<int64_t>(s.mc * s.kc, s.mr * 8192) : 0;
-  b_floats_ = pack_b ? s.nc * std::min(s.kc, round_up(std::max<int64_t>(max_k, 1), s.kg)) : 0;
+  b_floats_ = pack_b ? s.nc * (max_k >= s.kc ? s.kc : round_up(std::max<int64_t>(max_k, 1), s.kg)) : 0;
   const int64_t per_thread = a_floats_ + b_floats_;
   bytes_ = size_t(std::max(threads, 1)) * per_thread * sizeof(float);
   if (bytes_) data_.reset(static_cast<float*>(aligned_zeroed(bytes_)));
