@@ -239,9 +239,11 @@ class ImplicitGemmConv final : public Kernel {
             std::copy(row, row + IW, dst + cv_.pw);
             continue;
           }
-          for (int64_t w = 0; w < IW; ++w) {
-            const int64_t col = w + cv_.pw;
-            dst[col % SW * phase + col / SW] = row[w];
+          // Phase p holds padded columns p, p + SW, …: input columns p − PW + j·SW.
+          for (int64_t p = 0; p < SW; ++p) {
+            float* d = dst + p * phase;
+            for (int64_t j = 0, w = p - cv_.pw; j < phase_w_; ++j, w += SW)
+              if (w >= 0 && w < IW) d[j] = row[w];
           }
         }
     });
