@@ -2,6 +2,8 @@
 // prepare() on, the ReLU passes for relu=inplace/separate, and the dtype checks.
 #pragma once
 
+#include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 

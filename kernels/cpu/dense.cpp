@@ -2,8 +2,8 @@
 // kernel: y = x·Wᵀ + b on the packed, blocked driver of gemm.h, differing only in the
 // micro-kernel.
 //
-//   packed   portable C++ 4×8 tile (ukernel_scalar.cpp): what packing + BLIS blocking buy
-//   avx2     6×16 AVX2 tile (ukernel_avx2.cpp)
+//   packed   portable C++ 8×16 tile (ukernel_scalar.cpp): what packing + BLIS blocking buy
+//   avx2     5×16 AVX2 tile (ukernel_avx2.cpp)
 //   default  the best tile this CPU runs, chosen at run time from CPUID (AVX-512 14×32,
 //            else AVX2, else portable; $LB_CPU_ISA overrides), plus bf16 (vdpbf16ps) and
 //            int8 (vpdpbusd, u8 × s8 → s32, scaled to f32) where the CPU has them.
@@ -117,10 +117,10 @@ class PackedDense final : public Kernel {
 
 void register_dense(Registry& r) {
   KernelInfo packed{"dense.cpu.packed", Device::cpu,
-                    "GEMM step 3: BLIS blocking + packed panels, portable C++ 4x8 micro-kernel", "f32", true};
+                    "GEMM step 3: BLIS blocking + packed panels, portable C++ 8x16 micro-kernel", "f32", true};
   packed.opt_in = true;
   r.add(packed, [] { return std::make_unique<PackedDense>(Isa::scalar); });
-  KernelInfo avx2{"dense.cpu.avx2", Device::cpu, "GEMM step 4: packed panels, AVX2 6x16 micro-kernel", "f32", true};
+  KernelInfo avx2{"dense.cpu.avx2", Device::cpu, "GEMM step 4: packed panels, AVX2 5x16 micro-kernel", "f32", true};
   avx2.opt_in = true;
   r.add(avx2, [] { return std::make_unique<PackedDense>(Isa::avx2); });
   r.add({"dense.cpu.default", Device::cpu,

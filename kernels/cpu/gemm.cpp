@@ -26,10 +26,10 @@ struct Spec {
 namespace {
 
 constexpr Spec kSpecs[] = {
-    // isa scalar: 4×8 portable C++; 8 KB B micro-panel
-    {4, 8, 1, 4, 4, 256, 128, 2048, ukr_f32_scalar},
-    // avx2: 6×16, 16 KB B micro-panel, 144×256×4 = 144 KB A block
-    {6, 16, 1, 4, 4, 256, 144, 2048, ukr_f32_avx2},
+    // isa scalar: 8×16 portable C++; 16 KB B micro-panel
+    {8, 16, 1, 4, 4, 256, 128, 2048, ukr_f32_scalar},
+    // avx2: 5×16, 16 KB B micro-panel, 145×256×4 = 145 KB A block
+    {5, 16, 1, 4, 4, 256, 145, 2048, ukr_f32_avx2},
     // avx512: 14×32. KC = 1024: the B micro-panel (128 KB) and A micro-panel (56 KB) stream
     // from L2 (≈ 13 B per cycle needed of its ~64), and C is read and written once per 1024
     // of depth instead of once per 256 — measured 79 % → 85 % of peak on the 1024³ GEMM.
@@ -61,8 +61,8 @@ void transpose_rows_fixed(const T* s, int64_t rs, int64_t kc, T* d) {
 template <class T>
 void transpose_rows(const T* s, int64_t rs, int64_t kc, int r, T* d) {
   switch (r) {
-    case 4: return transpose_rows_fixed<4>(s, rs, kc, d);
-    case 6: return transpose_rows_fixed<6>(s, rs, kc, d);
+    case 8: return transpose_rows_fixed<8>(s, rs, kc, d);
+    case 5: return transpose_rows_fixed<5>(s, rs, kc, d);
     case 14: return transpose_rows_fixed<14>(s, rs, kc, d);
     default:
       for (int64_t k = 0; k < kc; ++k)

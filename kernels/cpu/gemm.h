@@ -140,7 +140,8 @@ Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int6
 // C = scale · A·B + epilogue, A row-major M×K (bf16 or u8 storage, row stride lda), B from
 // pack_lowp_b. bf16: the result is written as bf16 to out_bf16 (row stride ldo) and `c` is
 // an f32 M×N scratch for partial sums (needed only when K is deeper than one slice,
-// lowp_needs_partials()); u8s8: the result is f32 in c. ep.accumulate is not supported.
+// lowp_needs_partials()) — or, with out_bf16 null, the result is f32 in c; u8s8: the
+// result is f32 in c. ep.accumulate is not supported.
 void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b, float scale,
                float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep, const Workspace& ws,
                Pool* pool);

@@ -1,10 +1,11 @@
 // The cpu backend's threads: a small pool that runs one function on N threads at once.
 //
 // Pool(n) starts n-1 workers; run(f) calls f(tid, n) on each of them and on the caller
-// (tid 0) and returns when all have returned. Workers spin for a short while after each
+// (tid 0) and returns when all have returned. Workers poll for a short while after each
 // job (a sweep calls run() back to back, and waking a sleeping thread costs ~5-50 µs,
-// more than a small GEMM takes), then sleep on a condition variable. No allocation per
-// call: f is passed by reference.
+// more than a small GEMM takes), then yield the core for a while, then sleep on a
+// condition variable; the caller waiting for them polls, then yields (pool.cpp says why).
+// No allocation per call: f is passed by reference.
 #pragma once
 
 #include <atomic>

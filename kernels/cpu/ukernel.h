@@ -28,7 +28,7 @@ struct UkArgs {
   bool relu = false;
 };
 
-// MR×NR: avx512 14×32, avx2 6×16, scalar 4×8.
+// MR×NR: avx512 14×32, avx2 5×16, scalar 8×16.
 void ukr_f32_avx512(const UkArgs& u);
 void ukr_bf16_avx512(const UkArgs& u);   // bf16 × bf16, f32 accumulation (vdpbf16ps)
 void ukr_u8s8_avx512(const UkArgs& u);   // u8 × s8, s32 accumulation (vpdpbusd)

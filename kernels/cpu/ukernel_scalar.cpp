@@ -1,14 +1,15 @@
-// Portable micro-kernel, 4×8 f32 tiles in plain C++: the packed, blocked GEMM without any
-// intrinsic — what packing and blocking buy on their own. A 4×8 accumulator array the
-// compiler keeps in registers (and turns into SIMD code for the build's target: with
-// -march=native, 8-wide rows — the honest "what the compiler makes of it" step).
+// Portable micro-kernel, 8×16 f32 tiles in plain C++: the packed, blocked GEMM without any
+// intrinsic — what packing and blocking buy on their own. An 8×16 accumulator array
+// the compiler keeps in registers (and turns into SIMD code for the build's target: with
+// -march=native, one 16-wide vector per row, 8 independent FMA chains — the honest "what
+// the compiler makes of it" step).
 #include "kernels/cpu/ukernel.h"
 
 namespace lb::cpu {
 namespace {
 
-constexpr int MR = 4;
-constexpr int NR = 8;
+constexpr int MR = 8;
+constexpr int NR = 16;
 
 }  // namespace
 
