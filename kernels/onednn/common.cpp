@@ -130,7 +130,7 @@ dnnl::memory Plan::bias(const TensorSet& ts, const dnnl::memory::desc& md, float
 
 void Plan::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& prim,
                std::vector<std::pair<int, dnnl::memory>> args, const std::string& what) {
-  Step s{prim, LB_DNNL(pd.scratchpad_desc()), {}, {}};
+  Step s{true, prim, LB_DNNL(pd.scratchpad_desc()), {}, {}};
   for (auto& [id, m] : args) {
     s.args.push_back({id, m.get()});
     s.keep.push_back(std::move(m));
@@ -147,15 +147,23 @@ void Plan::add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const s
       what + " " + layout(src.get_desc()) + "->" + layout(dst.get_desc()));
 }
 
+void Plan::add_finish_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what) {
+  add_reorder(src, dst, "untimed " + what);
+  steps_.back().timed = false;
+}
+
 void Plan::add_relu_pass(Relu relu, const dnnl::memory& dst) {
   if (relu != Relu::inplace && relu != Relu::separate) return;
-  const dnnl::memory::desc md = dst.get_desc();
+  add_relu(dst, relu == Relu::inplace ? dst : bind(Arg::relu_dst, dst.get_desc()));
+}
+
+void Plan::add_relu(const dnnl::memory& src, const dnnl::memory& dst) {
+  const dnnl::memory::desc md = src.get_desc();
   const auto d = LB_DNNL(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
                                                      dnnl::algorithm::eltwise_relu, md, 0.0f));
   const auto pd = LB_DNNL(dnnl::eltwise_forward::primitive_desc(d, attributes(Relu::none), engine()));
-  const dnnl::memory out = relu == Relu::inplace ? dst : bind(Arg::relu_dst, md);
-  add(pd, LB_DNNL(dnnl::eltwise_forward(pd)), {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, out}},
-      std::string("relu ") + std::string(name(relu)));
+  add(pd, LB_DNNL(dnnl::eltwise_forward(pd)), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}},
+      src.get() == dst.get() ? "relu inplace" : "relu separate");
 }
 
 void Plan::finalize() {
@@ -173,10 +181,19 @@ void Plan::finalize() {
 }
 
 void Plan::run(TensorSet& ts) {
+  execute(ts, true);
+}
+
+void Plan::finish(TensorSet& ts) {
+  execute(ts, false);
+}
+
+void Plan::execute(TensorSet& ts, bool timed) {
   for (const Binding& b : bindings_)
     LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
   for (const Step& s : steps_)
-    LB_DNNL(dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data()));
+    if (s.timed == timed)
+      LB_DNNL(dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data()));
   // A CPU stream executes synchronously; the wait is free and makes that explicit.
   LB_DNNL(dnnl_stream_wait(stream_.get()));
 }

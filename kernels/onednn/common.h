@@ -93,7 +93,8 @@ class Plan {
   void hold(size_t bytes) { extra_bytes_ += bytes; }
 
   // A user-layout tensor of prepare()'s TensorSet reordered now into memory of layout
-  // `want` that the Plan owns; returned as is when the layouts agree. Weights only.
+  // `want` that the Plan owns; returned as is when the layouts agree. Weights, and the
+  // input of a kernel that keeps activations in oneDNN's layout (conv2d.onednn.blocked).
   dnnl::memory weights(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
                        const dnnl::memory::desc& want);
 
@@ -106,21 +107,29 @@ class Plan {
            std::vector<std::pair<int, dnnl::memory>> args, const std::string& what);
   // Appends a reorder src -> dst (activations, timed).
   void add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what);
+  // Appends a reorder src -> dst that finish() runs, untimed: an output handed back in our
+  // layout by a kernel that keeps activations in oneDNN's.
+  void add_finish_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what);
   // Appends the ReLU pass of relu=inplace (dst := max(dst, 0)) or relu=separate
   // (relu_dst := max(dst, 0)); nothing for none/fused. dst is the user-layout output.
   void add_relu_pass(Relu relu, const dnnl::memory& dst);
+  // Appends dst := max(src, 0) (src and dst may be the same memory).
+  void add_relu(const dnnl::memory& src, const dnnl::memory& dst);
 
   // Allocates the shared scratchpad and gives it to every primitive. Call once, last.
   void finalize();
 
-  // Points the bound memories at ts and executes every primitive in order.
+  // Points the bound memories at ts and executes every timed primitive in order.
   void run(TensorSet& ts);
+  // The same for the untimed ones (add_finish_reorder).
+  void finish(TensorSet& ts);
 
   size_t held_bytes() const;
   const std::string& details() const { return details_; }
 
  private:
   struct Step {
+    bool timed;
     dnnl::primitive prim;
     dnnl::memory::desc scratchpad;
     std::vector<dnnl::memory> keep;  // the memory objects args_ refers to, kept alive
@@ -131,6 +140,8 @@ class Plan {
     dnnl::memory mem;
     size_t offset;
   };
+  void execute(TensorSet& ts, bool timed);
+
   dnnl::stream stream_;
   std::vector<Step> steps_;
   std::vector<Binding> bindings_;
@@ -145,6 +156,7 @@ class Plan {
 class PlanKernel : public Kernel {
  public:
   void run(TensorSet& ts) final { plan_->run(ts); }
+  void finish(TensorSet& ts) final { plan_->finish(ts); }
   void release() final { plan_.reset(); }
   std::string details() const final { return plan_ ? plan_->details() : std::string(); }
   size_t scratch_bytes() const final { return plan_ ? plan_->held_bytes() : 0; }

@@ -1,6 +1,6 @@
-// conv2d.onednn.default and conv2d.onednn.nchw — NCHW cross-correlation (groups, depthwise,
-// stride, padding, dilation) through oneDNN's convolution primitive. The two variants differ
-// only in the activation layouts oneDNN is given:
+// conv2d.onednn.default, .nchw and .blocked — NCHW cross-correlation (groups, depthwise,
+// stride, padding, dilation) through oneDNN's convolution primitive. The variants differ
+// only in the activation layouts oneDNN is given and where converting them is counted:
 //
 //  - default: x and y are declared `any`, so oneDNN picks the layout its fastest
 //    implementation wants (on AVX-512 that is nhwc, "acdb", for brgconv and the brdgmm
@@ -12,6 +12,10 @@
 //    im2col + GEMM path (gemm:jit). Measured here, that wins for most 1×1 convolutions and
 //    loses for 3×3 and depthwise ones, so both are offered rather than a guess. Where oneDNN
 //    has only its reference implementation for plain NCHW (i8), this variant declines.
+//  - blocked: oneDNN's layouts as for default, but the activations are taken to stay in them
+//    between layers, as in a network run wholly in oneDNN: x is reordered once in prepare()
+//    and y (and relu_dst) back to NCHW in finish(), both untimed; run() is the convolution
+//    (and the ReLU pass) alone — what benchdnn and oneDNN's own figures measure.
 //
 // W (OC×(IC/G)×KH×KW, oneDNN's oihw or goihw) is declared `any` and reordered in prepare().
 // dtypes, i8 scales and bias, ReLU modes and threads as in dense.onednn.default.
@@ -23,7 +27,7 @@
 namespace lb::onednn {
 namespace {
 
-enum class Layouts { library, nchw };
+enum class Layouts { library, nchw, blocked };
 
 // W as we hold it (oihw, or goihw with G leading when grouped), or `any` for oneDNN to choose.
 dnnl::memory::desc weights_desc(const Problem& p, bool any) {
@@ -35,7 +39,7 @@ dnnl::memory::desc weights_desc(const Problem& p, bool any) {
 
 dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layouts, float output_scale) {
   const Conv2d& c = p.conv();
-  const tag act = layouts == Layouts::nchw ? tag::nchw : tag::any;
+  const tag act = layouts == Layouts::nchw ? tag::nchw : tag::any;  // library, blocked: oneDNN's choice
   const dnnl::memory::desc x({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), act);
   const dnnl::memory::desc b({c.oc}, dtype_of(p.dt, Arg::bias), tag::x);
   const dnnl::memory::desc y({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), act);
@@ -79,12 +83,17 @@ class OnednnConv2d final : public PlanKernel {
 
     const dnnl::memory::desc x_user({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), tag::nchw);
     const dnnl::memory::desc y_user({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), tag::nchw);
-    const dnnl::memory x_bound = plan.bind(Arg::src, x_user);
     const dnnl::memory y_bound = plan.bind(Arg::dst, y_user);
-    dnnl::memory x = x_bound, y = y_bound;
-    if (pd.src_desc() != x_user) {
-      x = plan.owned(pd.src_desc());
-      plan.add_reorder(x_bound, x, "x reorder");
+    dnnl::memory x, y = y_bound;
+    if (layouts_ == Layouts::blocked) {
+      x = plan.weights(ts, Arg::src, x_user, 0, pd.src_desc());  // reordered now, untimed
+    } else {
+      x = plan.bind(Arg::src, x_user);
+      if (pd.src_desc() != x_user) {
+        const dnnl::memory x_bound = x;
+        x = plan.owned(pd.src_desc());
+        plan.add_reorder(x_bound, x, "x reorder");
+      }
     }
     if (pd.dst_desc() != y_user) y = plan.owned(pd.dst_desc());
 
@@ -93,8 +102,23 @@ class OnednnConv2d final : public PlanKernel {
     plan.add(pd, LB_DNNL(dnnl::convolution_forward(pd)),
              {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, y}},
              "convolution (x " + layout(pd.src_desc()) + ", W " + layout(pd.weights_desc()) + ")");
-    if (y != y_bound) plan.add_reorder(y, y_bound, "y reorder");
-    plan.add_relu_pass(p.relu, y_bound);
+    if (y == y_bound) {
+      plan.add_relu_pass(p.relu, y_bound);
+    } else if (layouts_ != Layouts::blocked) {
+      plan.add_reorder(y, y_bound, "y reorder");
+      plan.add_relu_pass(p.relu, y_bound);
+    } else {
+      // y stays in oneDNN's layout for the timed work, ReLU pass included; finish() hands
+      // y (and relu_dst) back in NCHW.
+      if (p.relu == Relu::separate) {
+        const dnnl::memory r = plan.owned(pd.dst_desc());
+        plan.add_relu(y, r);
+        plan.add_finish_reorder(r, plan.bind(Arg::relu_dst, y_user), "relu_dst reorder");
+      } else {
+        plan.add_relu_pass(p.relu, y);
+      }
+      plan.add_finish_reorder(y, y_bound, "y reorder");
+    }
     plan.finalize();
   }
 
@@ -109,12 +133,17 @@ void register_conv2d(Registry& r) {
          "convolution primitive in oneDNN's chosen layouts; x, y reordered from/to NCHW in run()",
          "f32 (i8: s32)", true},
         [] { return std::make_unique<OnednnConv2d>(Layouts::library); });
-  // Opt-in (named by --kernel or --backend onednn): it answers "what do the reorders cost",
-  // and a default sweep is a third shorter without it.
+  // Opt-in (named by --kernel or --backend onednn): they answer "what do the reorders
+  // cost", and a default sweep is a third shorter without each.
   KernelInfo nchw{"conv2d.onednn.nchw", Device::cpu, "convolution primitive on NCHW as given (no reorders)",
                   "f32 (i8: s32)", true};
   nchw.opt_in = true;
   r.add(nchw, [] { return std::make_unique<OnednnConv2d>(Layouts::nchw); });
+  KernelInfo blocked{"conv2d.onednn.blocked", Device::cpu,
+                     "convolution primitive, activations kept in oneDNN's layouts (x, y reordered untimed)",
+                     "f32 (i8: s32)", true};
+  blocked.opt_in = true;
+  r.add(blocked, [] { return std::make_unique<OnednnConv2d>(Layouts::blocked); });
 }
 
 }  // namespace lb::onednn
