@@ -52,30 +52,17 @@
 // the whole template into them, so nothing outside those functions needs the ISA.
 // Threads: the N·C planes split across the pool in contiguous ranges.
 // Tunables: L (the ISA's vector width), kPrefetchBytes (distance), kPrefetchAbove (when).
-// GCC 12 reports -Wmaybe-uninitialized inside its own _mm512_max_ps (the
-// _mm512_undefined_ps() operand) wherever it is inlined: a false positive, silenced for the
-// intrinsics header only (GCC judges the warning by the state at the line it points to).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/registry.h"
 
-// The ISA types pass vectors by value between functions compiled for that ISA only; GCC
-// still warns that the ABI would differ for callers without it, which there are none of.
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace lb::cpu {
 namespace {
-
-#define LB_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-#define LB_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
 // How a block's L inputs of one tap are loaded: stride 1 (contiguous), stride 2 (even
 // lanes of 2L contiguous), or any other stride (gather).

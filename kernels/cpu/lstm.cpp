@@ -47,14 +47,6 @@
 // ISA: the GEMM's (best_isa(); AVX-512, AVX2 or scalar; bf16 needs AVX-512), the cell's
 // vector code compiled per ISA with target attributes. Threads: the pool, one job per
 // run(), unit blocks split evenly. Tunables: kChunkRows, Barrier::kSpins.
-// GCC 12 reports -Wmaybe-uninitialized inside its own _mm512_max_ps (the
-// _mm512_undefined_ps() operand) wherever it is inlined: a false positive, silenced for the
-// intrinsics header only (GCC judges the warning by the state at the line it points to).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -65,17 +57,12 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/registry.h"
 
-// Vectors pass by value between functions compiled for the same ISA only; GCC warns that
-// the ABI would differ for callers without it, which there are none of.
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace lb::cpu {
 namespace {
-
-#define LB_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
-#define LB_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
 // exp(x) = 2^k · e^r, k = round(x / ln2), r = x - k·ln2 (ln2 split in two so that r is
 // exact), e^r by its Taylor polynomial to r^7 (|r| ≤ 0.347: truncation < 6e-9).

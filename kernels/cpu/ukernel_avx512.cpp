@@ -248,6 +248,24 @@ void u8s8_tile(const UkArgs& u) {
   "vaddps (%[c]), %%zmm28, %%zmm28\n\t" "vaddps 64(%[c]), %%zmm29, %%zmm29\n\t" "vmovups %%zmm28, (%[c])\n\t" "vmovups %%zmm29, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
   "vaddps (%[c]), %%zmm30, %%zmm30\n\t" "vaddps 64(%[c]), %%zmm31, %%zmm31\n\t" "vmovups %%zmm30, (%[c])\n\t" "vmovups %%zmm31, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
 
+// The 14 rows of a full tile: row r reads A at byte 4r into zmm2 or zmm3 (in turn) and
+// accumulates into zmm(4+2r) and zmm(5+2r).
+#define LB_14_ROWS(ROW) \
+  ROW(0, 2, 4, 5) \
+  ROW(4, 3, 6, 7) \
+  ROW(8, 2, 8, 9) \
+  ROW(12, 3, 10, 11) \
+  ROW(16, 2, 12, 13) \
+  ROW(20, 3, 14, 15) \
+  ROW(24, 2, 16, 17) \
+  ROW(28, 3, 18, 19) \
+  ROW(32, 2, 20, 21) \
+  ROW(36, 3, 22, 23) \
+  ROW(40, 2, 24, 25) \
+  ROW(44, 3, 26, 27) \
+  ROW(48, 2, 28, 29) \
+  ROW(52, 3, 30, 31)
+
 #define LB_FULL_TILE(ROWS, STORE)                                              \
   asm volatile(                                                         \
       "vpxord %%zmm4, %%zmm4, %%zmm4\n\t" \
@@ -306,56 +324,11 @@ void full_tile_sums(const UkArgs& u, void* t) {
   char* c = nullptr;  // unused by LB_STORE_T
   const int64_t ldc = 0;
   if constexpr (K == Kind::f32) {
-    LB_FULL_TILE(
-  LB_ROW_FMA(0, 2, 4, 5)
-  LB_ROW_FMA(4, 3, 6, 7)
-  LB_ROW_FMA(8, 2, 8, 9)
-  LB_ROW_FMA(12, 3, 10, 11)
-  LB_ROW_FMA(16, 2, 12, 13)
-  LB_ROW_FMA(20, 3, 14, 15)
-  LB_ROW_FMA(24, 2, 16, 17)
-  LB_ROW_FMA(28, 3, 18, 19)
-  LB_ROW_FMA(32, 2, 20, 21)
-  LB_ROW_FMA(36, 3, 22, 23)
-  LB_ROW_FMA(40, 2, 24, 25)
-  LB_ROW_FMA(44, 3, 26, 27)
-  LB_ROW_FMA(48, 2, 28, 29)
-  LB_ROW_FMA(52, 3, 30, 31)
-    , LB_STORE_T);
+    LB_FULL_TILE(LB_14_ROWS(LB_ROW_FMA), LB_STORE_T);
   } else if constexpr (K == Kind::bf16) {
-    LB_FULL_TILE(
-  LB_ROW_BF16(0, 2, 4, 5)
-  LB_ROW_BF16(4, 3, 6, 7)
-  LB_ROW_BF16(8, 2, 8, 9)
-  LB_ROW_BF16(12, 3, 10, 11)
-  LB_ROW_BF16(16, 2, 12, 13)
-  LB_ROW_BF16(20, 3, 14, 15)
-  LB_ROW_BF16(24, 2, 16, 17)
-  LB_ROW_BF16(28, 3, 18, 19)
-  LB_ROW_BF16(32, 2, 20, 21)
-  LB_ROW_BF16(36, 3, 22, 23)
-  LB_ROW_BF16(40, 2, 24, 25)
-  LB_ROW_BF16(44, 3, 26, 27)
-  LB_ROW_BF16(48, 2, 28, 29)
-  LB_ROW_BF16(52, 3, 30, 31)
-    , LB_STORE_T);
+    LB_FULL_TILE(LB_14_ROWS(LB_ROW_BF16), LB_STORE_T);
   } else {
-    LB_FULL_TILE(
-  LB_ROW_VNNI(0, 2, 4, 5)
-  LB_ROW_VNNI(4, 3, 6, 7)
-  LB_ROW_VNNI(8, 2, 8, 9)
-  LB_ROW_VNNI(12, 3, 10, 11)
-  LB_ROW_VNNI(16, 2, 12, 13)
-  LB_ROW_VNNI(20, 3, 14, 15)
-  LB_ROW_VNNI(24, 2, 16, 17)
-  LB_ROW_VNNI(28, 3, 18, 19)
-  LB_ROW_VNNI(32, 2, 20, 21)
-  LB_ROW_VNNI(36, 3, 22, 23)
-  LB_ROW_VNNI(40, 2, 24, 25)
-  LB_ROW_VNNI(44, 3, 26, 27)
-  LB_ROW_VNNI(48, 2, 28, 29)
-  LB_ROW_VNNI(52, 3, 30, 31)
-    , LB_STORE_T);
+    LB_FULL_TILE(LB_14_ROWS(LB_ROW_VNNI), LB_STORE_T);
   }
 }
 
@@ -381,39 +354,9 @@ void full_f32_tile_to_c(const UkArgs& u) {
   const int64_t ldc = u.ldc * int64_t(sizeof(float));
   void* t = nullptr;  // unused by LB_STORE_C / LB_ADD_C
   if (u.load_c) {
-    LB_FULL_TILE(
-  LB_ROW_FMA(0, 2, 4, 5)
-  LB_ROW_FMA(4, 3, 6, 7)
-  LB_ROW_FMA(8, 2, 8, 9)
-  LB_ROW_FMA(12, 3, 10, 11)
-  LB_ROW_FMA(16, 2, 12, 13)
-  LB_ROW_FMA(20, 3, 14, 15)
-  LB_ROW_FMA(24, 2, 16, 17)
-  LB_ROW_FMA(28, 3, 18, 19)
-  LB_ROW_FMA(32, 2, 20, 21)
-  LB_ROW_FMA(36, 3, 22, 23)
-  LB_ROW_FMA(40, 2, 24, 25)
-  LB_ROW_FMA(44, 3, 26, 27)
-  LB_ROW_FMA(48, 2, 28, 29)
-  LB_ROW_FMA(52, 3, 30, 31)
-    , LB_ADD_C);
+    LB_FULL_TILE(LB_14_ROWS(LB_ROW_FMA), LB_ADD_C);
   } else {
-    LB_FULL_TILE(
-  LB_ROW_FMA(0, 2, 4, 5)
-  LB_ROW_FMA(4, 3, 6, 7)
-  LB_ROW_FMA(8, 2, 8, 9)
-  LB_ROW_FMA(12, 3, 10, 11)
-  LB_ROW_FMA(16, 2, 12, 13)
-  LB_ROW_FMA(20, 3, 14, 15)
-  LB_ROW_FMA(24, 2, 16, 17)
-  LB_ROW_FMA(28, 3, 18, 19)
-  LB_ROW_FMA(32, 2, 20, 21)
-  LB_ROW_FMA(36, 3, 22, 23)
-  LB_ROW_FMA(40, 2, 24, 25)
-  LB_ROW_FMA(44, 3, 26, 27)
-  LB_ROW_FMA(48, 2, 28, 29)
-  LB_ROW_FMA(52, 3, 30, 31)
-    , LB_STORE_C);
+    LB_FULL_TILE(LB_14_ROWS(LB_ROW_FMA), LB_STORE_C);
   }
   if (!u.last || (!u.bias_row && !u.bias_col && !u.relu)) return;
   const __m512 bias_col[2] = {u.bias_col ? _mm512_loadu_ps(u.bias_col) : _mm512_setzero_ps(),
@@ -525,20 +468,7 @@ void indirect_full_tile(const IndirectArgs& ia) {
       "mov (%[off]), %[tmp]\n\t"
       "vmovups (%[x], %[tmp], 4), %%zmm0\n\t"
       "vmovups 64(%[x], %[tmp], 4), %%zmm1\n\t"
-  LB_ROW_FMA(0, 2, 4, 5)
-  LB_ROW_FMA(4, 3, 6, 7)
-  LB_ROW_FMA(8, 2, 8, 9)
-  LB_ROW_FMA(12, 3, 10, 11)
-  LB_ROW_FMA(16, 2, 12, 13)
-  LB_ROW_FMA(20, 3, 14, 15)
-  LB_ROW_FMA(24, 2, 16, 17)
-  LB_ROW_FMA(28, 3, 18, 19)
-  LB_ROW_FMA(32, 2, 20, 21)
-  LB_ROW_FMA(36, 3, 22, 23)
-  LB_ROW_FMA(40, 2, 24, 25)
-  LB_ROW_FMA(44, 3, 26, 27)
-  LB_ROW_FMA(48, 2, 28, 29)
-  LB_ROW_FMA(52, 3, 30, 31)
+  LB_14_ROWS(LB_ROW_FMA)
       "add $56, %[a]\n\t"
       "add $8, %[off]\n\t"
       "dec %[steps]\n\t"
