@@ -14,8 +14,8 @@
 namespace lb::cpu {
 
 // One micro-kernel and its blocking: MR×NR tile, KG-deep dot products; KC deep slices
-// (the B micro-panel KC×NR in L1), MC rows of A per block (MC×KC in L2), NC columns of B
-// per block (KC×NC in L3).
+// (the B micro-panel KC×NR in L1, or streaming from L2 where that measured faster), MC rows
+// of A per block (MC×KC in L2), NC columns of B per block packed per call (KC×NC in L3).
 struct Spec {
   int mr, nr, kg;
   size_t ea, eb;  // bytes per element of A and B
@@ -48,7 +48,7 @@ const Spec& spec_of(Elem e) {
 }
 
 int64_t round_up(int64_t v, int64_t m) {
-  return (v + m - 1) / m * m;
+  return ceil_div(v, m) * m;
 }
 
 // d[k·R + i] = s[i·rs + k] for i < R, k < kc, with R fixed at compile time.
