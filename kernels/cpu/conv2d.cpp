@@ -44,7 +44,7 @@ namespace {
 // Packs columns [j0, j0+count) (output pixels) × rows [k0, k0+kc) (c, r, s) of one image's
 // col matrix into NR-pixel panels: panel element (k, i) = x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW]
 // for pixel j0 + q·NR + i = oh·OW + ow, zero where that falls in the padding or past count.
-void pack_columns(const Conv2d& cv, const float* x, int64_t c_g, int64_t j0, int64_t count, int64_t k0, int64_t kc,
+void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc,
                   int nr, float* dst) {
   const int64_t OW = cv.ow(), IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
   const int64_t panels = (count + nr - 1) / nr;
@@ -64,10 +64,6 @@ void pack_columns(const Conv2d& cv, const float* x, int64_t c_g, int64_t j0, int
     }
     int64_t c = k0 / RS, r = (k0 % RS) / cv.kw, s = k0 % cv.kw;
     for (int64_t k = 0; k < kc; ++k, d += nr) {
-      if (k0 + k >= c_g * RS) {  // depth past the matrix (never with KG = 1, kept for safety)
-        std::fill(d, d + nr, 0.0f);
-        continue;
-      }
       const float* plane = x + c * IH * IW;
       if (n < nr) std::fill(d + n, d + nr, 0.0f);
       for (int u = 0; u < nruns; ++u) {
@@ -171,14 +167,15 @@ class ImplicitGemmConv final : public Kernel {
       const float* xg = x + (n * cv_.ic + g * c_g) * HW;
       Operand a;
       a.packed = &packed_[size_t(g)];
+      auto columns = [&, xg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
+        pack_columns(cv_, xg, j0, count, k0, kc, nr, dst);
+      };
+      const PackFn pack = columns;  // refers to `columns`, which outlives the product below
       Operand b;
-      if (pointwise_) {
+      if (pointwise_)
         b.strided = Strided{xg, 1, HW};  // (pixel j, channel c) at j + c·HW
-      } else {
-        b.pack = [&, xg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
-          pack_columns(cv_, xg, c_g, j0, count, k0, kc, nr, dst);
-        };
-      }
+      else
+        b.pack = &pack;
       const Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
       float* c = y + (n * cv_.oc + g * k_g) * P;
       if (tid < 0)

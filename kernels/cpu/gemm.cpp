@@ -123,7 +123,7 @@ struct Side {
 
 Side side_of(const Operand& o) {
   if (o.packed) return {o.packed, nullptr, 0, 0, nullptr};
-  if (o.pack) return {nullptr, nullptr, 0, 0, &o.pack};
+  if (o.pack) return {nullptr, nullptr, 0, 0, o.pack};
   return {nullptr, o.strided.p, o.strided.rs, o.strided.cs, nullptr};
 }
 

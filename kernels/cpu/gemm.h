@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <climits>
-#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -78,13 +77,14 @@ class Packed {
 // panel p at dst + p*kc*R, element (i0 + p*R + r, k0 + k) at [k*R + r]; rows past `count`
 // in the last panel must be written as zeros (B side) — A-side rows past `count` are
 // never read.
-using PackFn = std::function<void(int64_t i0, int64_t count, int64_t k0, int64_t kc, int r, float* dst)>;
+// A reference: the packer must outlive the GEMM call (name the lambda, then point at it).
+using PackFn = FunctionRef<void(int64_t i0, int64_t count, int64_t k0, int64_t kc, int r, float* dst)>;
 
 // One operand: exactly one of packed / strided / pack is set.
 struct Operand {
   const Packed* packed = nullptr;
   Strided strided;
-  PackFn pack;
+  const PackFn* pack = nullptr;
 };
 
 struct Epilogue {

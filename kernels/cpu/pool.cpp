@@ -40,7 +40,7 @@ Pool::~Pool() {
     w.join();
 }
 
-void Pool::run(const std::function<void(int, int)>& f) {
+void Pool::run(FunctionRef<void(int, int)> f) {
   const int n = size();
   if (n == 1) {
     f(0, 1);

@@ -5,18 +5,42 @@
 // job (a sweep calls run() back to back, and waking a sleeping thread costs ~5-50 µs,
 // more than a small GEMM takes), then yield the core for a while, then sleep on a
 // condition variable; the caller waiting for them polls, then yields (pool.cpp says why).
-// No allocation per call: f is passed by reference.
+// No allocation per call: f is a FunctionRef.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <mutex>
+#include <type_traits>
 #include <thread>
 #include <vector>
 
 namespace lb::cpu {
+
+// A non-owning reference to a callable (what std::function_ref will be): two pointers, no
+// allocation — std::function would allocate for a lambda capturing more than two
+// pointers, on every call of a timed run(). The callable must outlive the reference: pass
+// a lambda straight to a parameter, or name it before storing a reference to it.
+template <class Sig>
+class FunctionRef;
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
+  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): used as a parameter type
+      : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* obj, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(obj))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(obj_, std::forward<Args>(args)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, Args...);
+};
 
 class Pool {
  public:
@@ -27,13 +51,13 @@ class Pool {
 
   int size() const { return int(workers_.size()) + 1; }
   // f(tid, n) on every thread, tid 0 on the caller; returns when all are done.
-  void run(const std::function<void(int tid, int n)>& f);
+  void run(FunctionRef<void(int tid, int n)> f);
 
  private:
   void work(int tid);
 
   std::vector<std::thread> workers_;
-  const std::function<void(int, int)>* job_ = nullptr;
+  const FunctionRef<void(int, int)>* job_ = nullptr;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};

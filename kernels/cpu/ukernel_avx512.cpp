@@ -106,6 +106,9 @@ inline void prefetch_c(const UkArgs& u) {
   }
 }
 
+// The element kinds of the micro-kernels.
+enum class Kind { f32, bf16, u8s8 };
+
 template <int M>
 void f32_tile(const UkArgs& u) {
   prefetch_c<M>(u);
@@ -134,43 +137,39 @@ void f32_tile(const UkArgs& u) {
   finish<M>(u, t);
 }
 
-template <int M>
-void bf16_tile(const UkArgs& u) {
-  if (u.load_c || !u.out_bf16) prefetch_c<M>(u);
-  __m512 acc[M][2];
-  for (int i = 0; i < M; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  const auto* a = static_cast<const uint32_t*>(u.a);  // a pair of bf16 per row per step
-  const auto* b = static_cast<const uint16_t*>(u.b);
-#pragma GCC unroll 2
-  for (int64_t k = 0; k < u.kc; k += 2, a += MR, b += 2 * NR) {
-    const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 32);
-    for (int i = 0; i < M; ++i) {
-      const __m512i ai = _mm512_set1_epi32(int(a[i]));
-      acc[i][0] = dpbf16(acc[i][0], ai, b0);
-      acc[i][1] = dpbf16(acc[i][1], ai, b1);
-    }
-  }
-  alignas(64) float t[M * NR];
-  LB_STORE_SUMS(acc, t, M);
-  finish<M>(u, t);
-}
+// The accumulator type of a kind (a trait rather than std::conditional_t, which GCC warns
+// drops the vector types' attributes).
+template <Kind K>
+struct SumsOf {
+  using type = __m512i;
+};
+template <>
+struct SumsOf<Kind::bf16> {
+  using type = __m512;
+};
 
-template <int M>
-void u8s8_tile(const UkArgs& u) {
+// bf16 pairs (vdpbf16ps, f32 sums) or u8·s8 quads (vpdpbusd, s32 sums): per step one
+// 32-bit group of A per row, 64 bytes of B per 16 columns, 128 bytes of B in all.
+template <Kind K, int M>
+void dot_tile(const UkArgs& u) {
+  using Acc = typename SumsOf<K>::type;
   prefetch_c<M>(u);
-  __m512i acc[M][2];
-  for (int i = 0; i < M; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_si512();
-  const auto* a = static_cast<const uint32_t*>(u.a);  // four u8 per row per step
-  const auto* b = static_cast<const int8_t*>(u.b);
+  Acc acc[M][2] = {};
+  const auto* a = static_cast<const uint32_t*>(u.a);
+  const auto* b = static_cast<const char*>(u.b);
+  const int64_t steps = u.kc / (K == Kind::bf16 ? 2 : 4);
 #pragma GCC unroll 2
-  for (int64_t k = 0; k < u.kc; k += 4, a += MR, b += 4 * NR) {
+  for (int64_t k = 0; k < steps; ++k, a += MR, b += 2 * 64) {
     const __m512i b0 = _mm512_load_si512(b), b1 = _mm512_load_si512(b + 64);
     for (int i = 0; i < M; ++i) {
       const __m512i ai = _mm512_set1_epi32(int(a[i]));
-      acc[i][0] = dpbusd(acc[i][0], ai, b0);
-      acc[i][1] = dpbusd(acc[i][1], ai, b1);
+      if constexpr (K == Kind::bf16) {
+        acc[i][0] = dpbf16(acc[i][0], ai, b0);
+        acc[i][1] = dpbf16(acc[i][1], ai, b1);
+      } else {
+        acc[i][0] = dpbusd(acc[i][0], ai, b0);
+        acc[i][1] = dpbusd(acc[i][1], ai, b1);
+      }
     }
   }
   alignas(64) float t[M * NR];
@@ -315,7 +314,6 @@ void u8s8_tile(const UkArgs& u) {
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc")
 
 // The 14×32 sums of a full tile, f32 or s32 by the kind, into t (64-byte aligned).
-enum class Kind { f32, bf16, u8s8 };
 template <Kind K>
 void full_tile_sums(const UkArgs& u, void* t) {
   const char* a = static_cast<const char*>(u.a);
@@ -508,11 +506,11 @@ struct F32 {
 };
 template <int M>
 struct Bf16 {
-  static void run(const UkArgs& u) { bf16_tile<M>(u); }
+  static void run(const UkArgs& u) { dot_tile<Kind::bf16, M>(u); }
 };
 template <int M>
 struct U8s8 {
-  static void run(const UkArgs& u) { u8s8_tile<M>(u); }
+  static void run(const UkArgs& u) { dot_tile<Kind::u8s8, M>(u); }
 };
 
 }  // namespace

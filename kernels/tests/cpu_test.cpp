@@ -111,6 +111,15 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
         // 2: both strided, accumulate      3: A packed, B by a packing function, 2 threads
         cpu::Operand oa, ob;
         cpu::Packed pa, pb;
+        auto packer = [&](int64_t j0, int64_t count, int64_t k0, int64_t kc, int r, float* dst) {
+          for (int64_t q = 0; q * r < count; ++q)
+            for (int64_t p = 0; p < kc; ++p)
+              for (int i = 0; i < r; ++i) {
+                const int64_t j = j0 + q * r + i;
+                dst[(q * kc + p) * r + i] = q * r + i < count && k0 + p < s.k ? b[(k0 + p) * s.n + j] : 0.0f;
+              }
+        };
+        const cpu::PackFn pack = packer;
         if (variant == 1 || variant == 3) {
           pa = cpu::Packed(isa, true, s.m, s.k, cpu::Strided{a.data(), s.k, 1});
           oa.packed = &pa;
@@ -121,14 +130,7 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
           pb = cpu::Packed(isa, false, s.n, s.k, cpu::Strided{b.data(), 1, s.n});
           ob.packed = &pb;
         } else if (variant == 3) {
-          ob.pack = [&](int64_t j0, int64_t count, int64_t k0, int64_t kc, int r, float* dst) {
-            for (int64_t q = 0; q * r < count; ++q)
-              for (int64_t p = 0; p < kc; ++p)
-                for (int i = 0; i < r; ++i) {
-                  const int64_t j = j0 + q * r + i;
-                  dst[(q * kc + p) * r + i] = q * r + i < count && k0 + p < s.k ? b[(k0 + p) * s.n + j] : 0.0f;
-                }
-          };
+          ob.pack = &pack;
         } else {
           ob.strided = cpu::Strided{b.data(), 1, s.n};
         }
