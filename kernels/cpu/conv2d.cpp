@@ -44,8 +44,8 @@ namespace {
 // Packs columns [j0, j0+count) (output pixels) × rows [k0, k0+kc) (c, r, s) of one image's
 // col matrix into NR-pixel panels: panel element (k, i) = x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW]
 // for pixel j0 + q·NR + i = oh·OW + ow, zero where that falls in the padding or past count.
-void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc,
-                  int nr, float* dst) {
+void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
+                  float* dst) {
   const int64_t OW = cv.ow(), IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
   const int64_t panels = (count + nr - 1) / nr;
   for (int64_t q = 0; q < panels; ++q) {
@@ -78,7 +78,8 @@ void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, i
         const int64_t iw0 = run.ow * cv.sw - cv.pw + s * cv.dw;  // input column of the run's first pixel
         if (cv.sw == 1) {
           // In-bounds part [lo, hi) of the run copied, the rest zero.
-          const int64_t lo = std::clamp<int64_t>(-iw0, 0, run.len), hi = std::clamp<int64_t>(IW - iw0, lo, run.len);
+          const int64_t lo = std::clamp<int64_t>(-iw0, 0, run.len),
+                        hi = std::clamp<int64_t>(IW - iw0, lo, run.len);
           for (int64_t i = 0; i < lo; ++i)
             o[i] = 0.0f;
           for (int64_t i = lo; i < hi; ++i)
@@ -208,7 +209,9 @@ class ImplicitGemmConv final : public Kernel {
   std::string details() const override {
     const Tile t = f32_tile(isa_);
     return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
-           (pointwise_ ? " pointwise" : indirect_ ? " indirect" : " implicit-im2col");
+           (pointwise_  ? " pointwise"
+            : indirect_ ? " indirect"
+                        : " implicit-im2col");
   }
   size_t scratch_bytes() const override {
     size_t b = ws_.bytes() + padded_.bytes() + offsets_.size() * sizeof(int64_t);
@@ -300,8 +303,7 @@ void register_conv2d(Registry& r) {
   r.add({"conv2d.cpu.default", Device::cpu,
          "implicit GEMM: indirect from a padded image (unit stride, AVX-512) or im2col into packed panels; "
          "1x1 as plain GEMM",
-         "f32",
-         true},
+         "f32", true},
         [] { return std::make_unique<ImplicitGemmConv>(); });
 }
 

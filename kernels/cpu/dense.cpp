@@ -59,7 +59,8 @@ class PackedDense final : public Kernel {
     } else {
       packed_ = pack_lowp_b(elem(), d_.oc, d_.ic, w.data(), d_.ic, 1);
       scale_ = float(ts.at(Arg::src).scale() * w.scale());
-      if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, d_.ic)) partials_ = Buffer<float>(size_t(d_.mb * d_.oc));
+      if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, d_.ic))
+        partials_ = Buffer<float>(size_t(d_.mb * d_.oc));
     }
     ws_ = Workspace(isa_, ctx.threads, true, false);
   }
@@ -78,8 +79,8 @@ class PackedDense final : public Kernel {
       gemm_lowp(Elem::bf16, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, 1.0f, partials_.data(), d_.oc,
                 static_cast<uint16_t*>(y), d_.oc, ep, ws_, pool_.get());
     } else {
-      gemm_lowp(Elem::u8s8, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, scale_, static_cast<float*>(y), d_.oc, nullptr,
-                0, ep, ws_, pool_.get());
+      gemm_lowp(Elem::u8s8, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, scale_, static_cast<float*>(y), d_.oc,
+                nullptr, 0, ep, ws_, pool_.get());
     }
     relu_pass(relu_, ts, pool_.get());
   }
@@ -94,7 +95,8 @@ class PackedDense final : public Kernel {
   std::string details() const override {
     const Tile t = f32_tile(isa_);
     const char* kind = dt_ == DType::bf16 ? " vdpbf16ps" : dt_ == DType::i8 ? " vpdpbusd" : "";
-    return "isa=" + std::string(name(isa_)) + kind + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
+    return "isa=" + std::string(name(isa_)) + kind + " tile=" + std::to_string(t.mr) + "x" +
+           std::to_string(t.nr);
   }
   size_t scratch_bytes() const override { return packed_.bytes() + ws_.bytes() + partials_.bytes(); }
 
@@ -117,14 +119,17 @@ class PackedDense final : public Kernel {
 
 void register_dense(Registry& r) {
   KernelInfo packed{"dense.cpu.packed", Device::cpu,
-                    "GEMM step 3: BLIS blocking + packed panels, portable C++ 8x16 micro-kernel", "f32", true};
+                    "GEMM step 3: BLIS blocking + packed panels, portable C++ 8x16 micro-kernel", "f32",
+                    true};
   packed.opt_in = true;
   r.add(packed, [] { return std::make_unique<PackedDense>(Isa::scalar); });
-  KernelInfo avx2{"dense.cpu.avx2", Device::cpu, "GEMM step 4: packed panels, AVX2 5x16 micro-kernel", "f32", true};
+  KernelInfo avx2{"dense.cpu.avx2", Device::cpu, "GEMM step 4: packed panels, AVX2 5x16 micro-kernel", "f32",
+                  true};
   avx2.opt_in = true;
   r.add(avx2, [] { return std::make_unique<PackedDense>(Isa::avx2); });
   r.add({"dense.cpu.default", Device::cpu,
-         "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, int8 vpdpbusd",
+         "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, int8 "
+         "vpdpbusd",
          "f32 (bf16), s32 (int8)", true},
         [] { return std::make_unique<PackedDense>(std::nullopt); });
 }

@@ -44,8 +44,8 @@ class NaiveDense final : public Kernel {
 }  // namespace
 
 void register_dense_naive(Registry& r) {
-  KernelInfo info{"dense.cpu.naive", Device::cpu, "GEMM step 1: three loops, one scalar dot product per output",
-                  "f32", false};
+  KernelInfo info{"dense.cpu.naive", Device::cpu,
+                  "GEMM step 1: three loops, one scalar dot product per output", "f32", false};
   info.opt_in = true;
   r.add(info, [] { return std::make_unique<NaiveDense>(); });
 }

@@ -61,9 +61,12 @@ void transpose_rows_fixed(const T* s, int64_t rs, int64_t kc, T* d) {
 template <class T>
 void transpose_rows(const T* s, int64_t rs, int64_t kc, int r, T* d) {
   switch (r) {
-    case 8: return transpose_rows_fixed<8>(s, rs, kc, d);
-    case 5: return transpose_rows_fixed<5>(s, rs, kc, d);
-    case 14: return transpose_rows_fixed<14>(s, rs, kc, d);
+    case 8:
+      return transpose_rows_fixed<8>(s, rs, kc, d);
+    case 5:
+      return transpose_rows_fixed<5>(s, rs, kc, d);
+    case 14:
+      return transpose_rows_fixed<14>(s, rs, kc, d);
     default:
       for (int64_t k = 0; k < kc; ++k)
         for (int i = 0; i < r; ++i)
@@ -161,13 +164,14 @@ struct Out {
 
 // One thread's share: rows [rows.first, rows.last) (whole MR panels) × columns
 // [cols.first, cols.last) (whole NR panels).
-void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, const Out& out, const Epilogue& ep,
-           std::byte* abuf, size_t abytes, std::byte* bbuf, Range cols) {
+void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, const Out& out,
+           const Epilogue& ep, std::byte* abuf, size_t abytes, std::byte* bbuf, Range cols) {
   const int64_t kpad = round_up(k, s.kg);
   // A single row panel (small-batch dense, the LSTM's recurrence) does too little work per
   // B element for C's reloads between K slices to matter, while slicing K would read each B
   // panel in KC-deep pieces 32 KB apart: one slice, B read front to back.
-  const bool one_slice = rows.last - rows.first <= s.mr && b.packed && (a.packed || s.mr * kpad * s.ea <= abytes);
+  const bool one_slice =
+      rows.last - rows.first <= s.mr && b.packed && (a.packed || s.mr * kpad * s.ea <= abytes);
   const int64_t kc_max = one_slice ? kpad : s.kc;
   UkArgs u;
   u.scale = out.scale;
@@ -226,17 +230,22 @@ void run_split(const Spec& s, int64_t m, int64_t n, int64_t k, const Side& a, co
 
 std::string_view name(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return "scalar";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }
 
 bool isa_supported(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::scalar:
+      return true;
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
@@ -246,9 +255,12 @@ bool isa_supported(Isa isa) {
 
 bool elem_supported(Elem e) {
   switch (e) {
-    case Elem::f32: return true;
-    case Elem::bf16: return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bf16");
-    case Elem::u8s8: return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni");
+    case Elem::f32:
+      return true;
+    case Elem::bf16:
+      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bf16");
+    case Elem::u8s8:
+      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
@@ -333,8 +345,8 @@ float* Workspace::b(int tid) const {
   return b_floats_ ? data_.get() + tid * (a_floats_ + b_floats_) + a_floats_ : nullptr;
 }
 
-void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c, int64_t ldc,
-              const Epilogue& ep, const Workspace& ws, Pool* pool) {
+void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,
+              int64_t ldc, const Epilogue& ep, const Workspace& ws, Pool* pool) {
   run_split(spec_of(isa), m, n, k, side_of(a), side_of(b), Out{c, ldc, nullptr, 0, 1.0f}, ep, ws, pool);
 }
 
@@ -342,16 +354,17 @@ void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a,
                      int64_t ldc, const Epilogue& ep, const Workspace& ws, int tid) {
   if (m <= 0 || n <= 0) return;
   drive(spec_of(isa), Range{0, m}, k, side_of(a), side_of(b), Out{c, ldc, nullptr, 0, 1.0f}, ep,
-        reinterpret_cast<std::byte*>(ws.a(tid)), ws.a_bytes(), reinterpret_cast<std::byte*>(ws.b(tid)), Range{0, n});
+        reinterpret_cast<std::byte*>(ws.a(tid)), ws.a_bytes(), reinterpret_cast<std::byte*>(ws.b(tid)),
+        Range{0, n});
 }
 
 bool lowp_needs_partials(Elem e, int64_t k) {
   return round_up(k, spec_of(e).kg) > spec_of(e).kc;
 }
 
-void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b, float scale,
-               float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep, const Workspace& ws,
-               Pool* pool) {
+void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b,
+               float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
+               const Workspace& ws, Pool* pool) {
   if (ep.accumulate) throw Error("gemm_lowp: accumulate is not supported");
   const Side sa{nullptr, a, lda, 1, nullptr};
   const Side sb{&b, nullptr, 0, 0, nullptr};

@@ -18,9 +18,9 @@
 // A), else N by whole column panels; no barrier per block either way.
 #pragma once
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <climits>
 #include <memory>
 #include <string_view>
 
@@ -142,9 +142,9 @@ Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int6
 // an f32 M×N scratch for partial sums (needed only when K is deeper than one slice,
 // lowp_needs_partials()) — or, with out_bf16 null, the result is f32 in c; u8s8: the
 // result is f32 in c. ep.accumulate is not supported.
-void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b, float scale,
-               float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep, const Workspace& ws,
-               Pool* pool);
+void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b,
+               float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
+               const Workspace& ws, Pool* pool);
 bool lowp_needs_partials(Elem e, int64_t k);
 
 }  // namespace lb::cpu

@@ -60,7 +60,6 @@
 #include "kernels/cpu/simd.h"
 #include "kernels/registry.h"
 
-
 namespace lb::cpu {
 namespace {
 

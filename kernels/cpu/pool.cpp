@@ -66,7 +66,8 @@ void Pool::work(int tid) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; g == seen && spin < kSpins + kYields && !stop_.load(std::memory_order_relaxed); ++spin) {
+    for (int spin = 0; g == seen && spin < kSpins + kYields && !stop_.load(std::memory_order_relaxed);
+         ++spin) {
       if (spin < kSpins)
         relax();
       else

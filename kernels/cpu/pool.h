@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace lb::cpu {
@@ -29,8 +29,8 @@ template <class R, class... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
-  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): used as a parameter type
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
+      FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): used as a parameter type
       : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* obj, Args... args) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(obj))(std::forward<Args>(args)...);

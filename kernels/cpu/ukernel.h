@@ -12,17 +12,17 @@
 namespace lb::cpu {
 
 struct UkArgs {
-  int64_t kc = 0;             // depth of this slice, a multiple of KG (zero-padded)
-  const void* a = nullptr;    // A micro-panel, MR rows
-  const void* b = nullptr;    // B micro-panel, NR columns
-  float* c = nullptr;         // f32 C tile (partial sums between K slices; the result for f32)
+  int64_t kc = 0;           // depth of this slice, a multiple of KG (zero-padded)
+  const void* a = nullptr;  // A micro-panel, MR rows
+  const void* b = nullptr;  // B micro-panel, NR columns
+  float* c = nullptr;       // f32 C tile (partial sums between K slices; the result for f32)
   int64_t ldc = 0;
   uint16_t* out_bf16 = nullptr;  // last slice of a bf16 GEMM: the result goes here instead
   int64_t ldo = 0;
-  int m = 0, n = 0;           // valid rows and columns of the tile
-  bool load_c = false;        // add the partial sums already in c
-  bool last = false;          // last K slice: apply scale, bias, ReLU and write the result
-  float scale = 1.0f;         // u8·s8: the product of the operands' scales
+  int m = 0, n = 0;                 // valid rows and columns of the tile
+  bool load_c = false;              // add the partial sums already in c
+  bool last = false;                // last K slice: apply scale, bias, ReLU and write the result
+  float scale = 1.0f;               // u8·s8: the product of the operands' scales
   const float* bias_row = nullptr;  // bias of the tile's rows (already offset), or null
   const float* bias_col = nullptr;  // bias of the tile's columns, or null
   bool relu = false;
@@ -30,8 +30,8 @@ struct UkArgs {
 
 // MR×NR: avx512 14×32, avx2 5×16, scalar 8×16.
 void ukr_f32_avx512(const UkArgs& u);
-void ukr_bf16_avx512(const UkArgs& u);   // bf16 × bf16, f32 accumulation (vdpbf16ps)
-void ukr_u8s8_avx512(const UkArgs& u);   // u8 × s8, s32 accumulation (vpdpbusd)
+void ukr_bf16_avx512(const UkArgs& u);  // bf16 × bf16, f32 accumulation (vdpbf16ps)
+void ukr_u8s8_avx512(const UkArgs& u);  // u8 × s8, s32 accumulation (vpdpbusd)
 void ukr_f32_avx2(const UkArgs& u);
 void ukr_f32_scalar(const UkArgs& u);
 
@@ -44,9 +44,9 @@ namespace lb::cpu {
 // (convolution with unit width stride: a tile's pixels are consecutive in one input row).
 struct IndirectArgs {
   int64_t kc = 0;
-  const float* a = nullptr;    // A micro-panel, 14 rows, k-major
-  const float* x = nullptr;    // the tile's first pixel in the padded image; 32 floats are
-                               // read at every x + off[k], whatever n (see the kernel)
+  const float* a = nullptr;      // A micro-panel, 14 rows, k-major
+  const float* x = nullptr;      // the tile's first pixel in the padded image; 32 floats are
+                                 // read at every x + off[k], whatever n (see the kernel)
   const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
   float* c = nullptr;
   int64_t ldc = 0;

@@ -71,7 +71,8 @@ void full_sums(int64_t kc, const float* a, const float* b, float* t) {
       "vmovaps %%ymm13, 288(%[t])\n\t"
       : [a] "+r"(a), [b] "+r"(b), [kc] "+r"(kc)
       : [t] "r"(t)
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "memory", "cc");
+      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "memory", "cc");
 }
 
 template <int M>
@@ -122,11 +123,16 @@ void tile(const UkArgs& u) {
 
 void ukr_f32_avx2(const UkArgs& u) {
   switch (u.m) {
-    case 1: return tile<1>(u);
-    case 2: return tile<2>(u);
-    case 3: return tile<3>(u);
-    case 4: return tile<4>(u);
-    default: return tile<5>(u);
+    case 1:
+      return tile<1>(u);
+    case 2:
+      return tile<2>(u);
+    case 3:
+      return tile<3>(u);
+    case 4:
+      return tile<4>(u);
+    default:
+      return tile<5>(u);
   }
 }
 

@@ -25,7 +25,7 @@ namespace {
 constexpr int MR = 14;  // rows of A per tile: 14 × 2 accumulators + 2 B registers ≤ 32 zmm
 constexpr int NR = 32;  // columns: two zmm
 static_assert(MR * NR / 16 + NR / 16 <= 32, "accumulators and B must fit the 32 zmm registers");
-constexpr int kStreamingRows = 6;   // tiles of at most this many rows prefetch B ahead
+constexpr int kStreamingRows = 6;       // tiles of at most this many rows prefetch B ahead
 constexpr int64_t kPrefetchSteps = 32;  // how far ahead: 32 k steps of 128 B
 
 // GCC 12 spills the accumulators of the bf16 and VNNI intrinsics to the stack on every
@@ -44,7 +44,9 @@ struct Masks {
   __mmask16 lo, hi;
 };
 inline Masks masks(int n) {
-  const auto bits = [](int k) { return k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k > 0 ? k : 0)) - 1); };
+  const auto bits = [](int k) {
+    return k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k > 0 ? k : 0)) - 1);
+  };
   return {bits(n), bits(n - 16)};
 }
 
@@ -89,10 +91,10 @@ inline __m512 to_ps(__m512 v) {
 inline __m512 to_ps(__m512i v) {
   return _mm512_cvtepi32_ps(v);
 }
-#define LB_STORE_SUMS(acc, t, M)                         \
-  for (int i_ = 0; i_ < (M); ++i_)                       \
-    for (int h_ = 0; h_ < 2; ++h_)                       \
-      _mm512_store_ps((t) + i_ * NR + 16 * h_, to_ps(acc[i_][h_]))
+#define LB_STORE_SUMS(acc, t, M)   \
+  for (int i_ = 0; i_ < (M); ++i_) \
+    for (int h_ = 0; h_ < 2; ++h_) \
+  _mm512_store_ps((t) + i_ * NR + 16 * h_, to_ps(acc[i_][h_]))
 
 // The C tile's 2·M cache lines are fetched while the k loop runs: they sit at ldc strides
 // (in L3 or memory) and would otherwise stall the epilogue (measured: 19 % of the f32 tile's
@@ -185,133 +187,241 @@ void dot_tile(const UkArgs& u) {
 // than 14, at the load ports' limit.
 // Each k step: B's 32 columns (128 B) at b, A's 14 rows at a (56 B), then a += 56, b += 128;
 // B is also fetched 32 steps (4 KB) ahead, for when it streams from memory (small batches).
-#define LB_ROW_FMA(off, ra, r0, r1)                                   \
-  "vbroadcastss " #off "(%[a]), %%zmm" #ra "\n\t"                     \
-  "vfmadd231ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                \
+#define LB_ROW_FMA(off, ra, r0, r1)             \
+  "vbroadcastss " #off "(%[a]), %%zmm" #ra      \
+  "\n\t"                                        \
+  "vfmadd231ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 \
+  "\n\t"                                        \
   "vfmadd231ps %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
-#define LB_ROW_BF16(off, ra, r0, r1)                                  \
-  "vpbroadcastd " #off "(%[a]), %%zmm" #ra "\n\t"                     \
-  "vdpbf16ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                  \
+#define LB_ROW_BF16(off, ra, r0, r1)          \
+  "vpbroadcastd " #off "(%[a]), %%zmm" #ra    \
+  "\n\t"                                      \
+  "vdpbf16ps %%zmm0, %%zmm" #ra ", %%zmm" #r0 \
+  "\n\t"                                      \
   "vdpbf16ps %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
-#define LB_ROW_VNNI(off, ra, r0, r1)                                  \
-  "vpbroadcastd " #off "(%[a]), %%zmm" #ra "\n\t"                     \
-  "vpdpbusd %%zmm0, %%zmm" #ra ", %%zmm" #r0 "\n\t"                   \
+#define LB_ROW_VNNI(off, ra, r0, r1)         \
+  "vpbroadcastd " #off "(%[a]), %%zmm" #ra   \
+  "\n\t"                                     \
+  "vpdpbusd %%zmm0, %%zmm" #ra ", %%zmm" #r0 \
+  "\n\t"                                     \
   "vpdpbusd %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
 // Where a full tile's sums go: into t (14×32, row-major), or straight into C rows
 // (ldc bytes apart), replacing or adding to what is there.
-#define LB_STORE_T \
-  "vmovaps %%zmm4, 0(%[t])\n\t" "vmovaps %%zmm5, 64(%[t])\n\t" \
-  "vmovaps %%zmm6, 128(%[t])\n\t" "vmovaps %%zmm7, 192(%[t])\n\t" \
-  "vmovaps %%zmm8, 256(%[t])\n\t" "vmovaps %%zmm9, 320(%[t])\n\t" \
-  "vmovaps %%zmm10, 384(%[t])\n\t" "vmovaps %%zmm11, 448(%[t])\n\t" \
-  "vmovaps %%zmm12, 512(%[t])\n\t" "vmovaps %%zmm13, 576(%[t])\n\t" \
-  "vmovaps %%zmm14, 640(%[t])\n\t" "vmovaps %%zmm15, 704(%[t])\n\t" \
-  "vmovaps %%zmm16, 768(%[t])\n\t" "vmovaps %%zmm17, 832(%[t])\n\t" \
-  "vmovaps %%zmm18, 896(%[t])\n\t" "vmovaps %%zmm19, 960(%[t])\n\t" \
-  "vmovaps %%zmm20, 1024(%[t])\n\t" "vmovaps %%zmm21, 1088(%[t])\n\t" \
-  "vmovaps %%zmm22, 1152(%[t])\n\t" "vmovaps %%zmm23, 1216(%[t])\n\t" \
-  "vmovaps %%zmm24, 1280(%[t])\n\t" "vmovaps %%zmm25, 1344(%[t])\n\t" \
-  "vmovaps %%zmm26, 1408(%[t])\n\t" "vmovaps %%zmm27, 1472(%[t])\n\t" \
-  "vmovaps %%zmm28, 1536(%[t])\n\t" "vmovaps %%zmm29, 1600(%[t])\n\t" \
-  "vmovaps %%zmm30, 1664(%[t])\n\t" "vmovaps %%zmm31, 1728(%[t])\n\t" \
+#define LB_STORE_T                  \
+  "vmovaps %%zmm4, 0(%[t])\n\t"     \
+  "vmovaps %%zmm5, 64(%[t])\n\t"    \
+  "vmovaps %%zmm6, 128(%[t])\n\t"   \
+  "vmovaps %%zmm7, 192(%[t])\n\t"   \
+  "vmovaps %%zmm8, 256(%[t])\n\t"   \
+  "vmovaps %%zmm9, 320(%[t])\n\t"   \
+  "vmovaps %%zmm10, 384(%[t])\n\t"  \
+  "vmovaps %%zmm11, 448(%[t])\n\t"  \
+  "vmovaps %%zmm12, 512(%[t])\n\t"  \
+  "vmovaps %%zmm13, 576(%[t])\n\t"  \
+  "vmovaps %%zmm14, 640(%[t])\n\t"  \
+  "vmovaps %%zmm15, 704(%[t])\n\t"  \
+  "vmovaps %%zmm16, 768(%[t])\n\t"  \
+  "vmovaps %%zmm17, 832(%[t])\n\t"  \
+  "vmovaps %%zmm18, 896(%[t])\n\t"  \
+  "vmovaps %%zmm19, 960(%[t])\n\t"  \
+  "vmovaps %%zmm20, 1024(%[t])\n\t" \
+  "vmovaps %%zmm21, 1088(%[t])\n\t" \
+  "vmovaps %%zmm22, 1152(%[t])\n\t" \
+  "vmovaps %%zmm23, 1216(%[t])\n\t" \
+  "vmovaps %%zmm24, 1280(%[t])\n\t" \
+  "vmovaps %%zmm25, 1344(%[t])\n\t" \
+  "vmovaps %%zmm26, 1408(%[t])\n\t" \
+  "vmovaps %%zmm27, 1472(%[t])\n\t" \
+  "vmovaps %%zmm28, 1536(%[t])\n\t" \
+  "vmovaps %%zmm29, 1600(%[t])\n\t" \
+  "vmovaps %%zmm30, 1664(%[t])\n\t" \
+  "vmovaps %%zmm31, 1728(%[t])\n\t"
 
-#define LB_STORE_C \
-  "vmovups %%zmm4, (%[c])\n\t" "vmovups %%zmm5, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm6, (%[c])\n\t" "vmovups %%zmm7, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm8, (%[c])\n\t" "vmovups %%zmm9, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm10, (%[c])\n\t" "vmovups %%zmm11, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm12, (%[c])\n\t" "vmovups %%zmm13, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm14, (%[c])\n\t" "vmovups %%zmm15, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm16, (%[c])\n\t" "vmovups %%zmm17, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm18, (%[c])\n\t" "vmovups %%zmm19, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm20, (%[c])\n\t" "vmovups %%zmm21, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm22, (%[c])\n\t" "vmovups %%zmm23, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm24, (%[c])\n\t" "vmovups %%zmm25, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm26, (%[c])\n\t" "vmovups %%zmm27, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm28, (%[c])\n\t" "vmovups %%zmm29, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vmovups %%zmm30, (%[c])\n\t" "vmovups %%zmm31, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+#define LB_STORE_C                \
+  "vmovups %%zmm4, (%[c])\n\t"    \
+  "vmovups %%zmm5, 64(%[c])\n\t"  \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm6, (%[c])\n\t"    \
+  "vmovups %%zmm7, 64(%[c])\n\t"  \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm8, (%[c])\n\t"    \
+  "vmovups %%zmm9, 64(%[c])\n\t"  \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm10, (%[c])\n\t"   \
+  "vmovups %%zmm11, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm12, (%[c])\n\t"   \
+  "vmovups %%zmm13, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm14, (%[c])\n\t"   \
+  "vmovups %%zmm15, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm16, (%[c])\n\t"   \
+  "vmovups %%zmm17, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm18, (%[c])\n\t"   \
+  "vmovups %%zmm19, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm20, (%[c])\n\t"   \
+  "vmovups %%zmm21, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm22, (%[c])\n\t"   \
+  "vmovups %%zmm23, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm24, (%[c])\n\t"   \
+  "vmovups %%zmm25, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm26, (%[c])\n\t"   \
+  "vmovups %%zmm27, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm28, (%[c])\n\t"   \
+  "vmovups %%zmm29, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"          \
+  "vmovups %%zmm30, (%[c])\n\t"   \
+  "vmovups %%zmm31, 64(%[c])\n\t" \
+  "add %[ldc], %[c]\n\t"
 
-#define LB_ADD_C \
-  "vaddps (%[c]), %%zmm4, %%zmm4\n\t" "vaddps 64(%[c]), %%zmm5, %%zmm5\n\t" "vmovups %%zmm4, (%[c])\n\t" "vmovups %%zmm5, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm6, %%zmm6\n\t" "vaddps 64(%[c]), %%zmm7, %%zmm7\n\t" "vmovups %%zmm6, (%[c])\n\t" "vmovups %%zmm7, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm8, %%zmm8\n\t" "vaddps 64(%[c]), %%zmm9, %%zmm9\n\t" "vmovups %%zmm8, (%[c])\n\t" "vmovups %%zmm9, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm10, %%zmm10\n\t" "vaddps 64(%[c]), %%zmm11, %%zmm11\n\t" "vmovups %%zmm10, (%[c])\n\t" "vmovups %%zmm11, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm12, %%zmm12\n\t" "vaddps 64(%[c]), %%zmm13, %%zmm13\n\t" "vmovups %%zmm12, (%[c])\n\t" "vmovups %%zmm13, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm14, %%zmm14\n\t" "vaddps 64(%[c]), %%zmm15, %%zmm15\n\t" "vmovups %%zmm14, (%[c])\n\t" "vmovups %%zmm15, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm16, %%zmm16\n\t" "vaddps 64(%[c]), %%zmm17, %%zmm17\n\t" "vmovups %%zmm16, (%[c])\n\t" "vmovups %%zmm17, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm18, %%zmm18\n\t" "vaddps 64(%[c]), %%zmm19, %%zmm19\n\t" "vmovups %%zmm18, (%[c])\n\t" "vmovups %%zmm19, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm20, %%zmm20\n\t" "vaddps 64(%[c]), %%zmm21, %%zmm21\n\t" "vmovups %%zmm20, (%[c])\n\t" "vmovups %%zmm21, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm22, %%zmm22\n\t" "vaddps 64(%[c]), %%zmm23, %%zmm23\n\t" "vmovups %%zmm22, (%[c])\n\t" "vmovups %%zmm23, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm24, %%zmm24\n\t" "vaddps 64(%[c]), %%zmm25, %%zmm25\n\t" "vmovups %%zmm24, (%[c])\n\t" "vmovups %%zmm25, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm26, %%zmm26\n\t" "vaddps 64(%[c]), %%zmm27, %%zmm27\n\t" "vmovups %%zmm26, (%[c])\n\t" "vmovups %%zmm27, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm28, %%zmm28\n\t" "vaddps 64(%[c]), %%zmm29, %%zmm29\n\t" "vmovups %%zmm28, (%[c])\n\t" "vmovups %%zmm29, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
-  "vaddps (%[c]), %%zmm30, %%zmm30\n\t" "vaddps 64(%[c]), %%zmm31, %%zmm31\n\t" "vmovups %%zmm30, (%[c])\n\t" "vmovups %%zmm31, 64(%[c])\n\t" "add %[ldc], %[c]\n\t" \
+#define LB_ADD_C                          \
+  "vaddps (%[c]), %%zmm4, %%zmm4\n\t"     \
+  "vaddps 64(%[c]), %%zmm5, %%zmm5\n\t"   \
+  "vmovups %%zmm4, (%[c])\n\t"            \
+  "vmovups %%zmm5, 64(%[c])\n\t"          \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm6, %%zmm6\n\t"     \
+  "vaddps 64(%[c]), %%zmm7, %%zmm7\n\t"   \
+  "vmovups %%zmm6, (%[c])\n\t"            \
+  "vmovups %%zmm7, 64(%[c])\n\t"          \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm8, %%zmm8\n\t"     \
+  "vaddps 64(%[c]), %%zmm9, %%zmm9\n\t"   \
+  "vmovups %%zmm8, (%[c])\n\t"            \
+  "vmovups %%zmm9, 64(%[c])\n\t"          \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm10, %%zmm10\n\t"   \
+  "vaddps 64(%[c]), %%zmm11, %%zmm11\n\t" \
+  "vmovups %%zmm10, (%[c])\n\t"           \
+  "vmovups %%zmm11, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm12, %%zmm12\n\t"   \
+  "vaddps 64(%[c]), %%zmm13, %%zmm13\n\t" \
+  "vmovups %%zmm12, (%[c])\n\t"           \
+  "vmovups %%zmm13, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm14, %%zmm14\n\t"   \
+  "vaddps 64(%[c]), %%zmm15, %%zmm15\n\t" \
+  "vmovups %%zmm14, (%[c])\n\t"           \
+  "vmovups %%zmm15, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm16, %%zmm16\n\t"   \
+  "vaddps 64(%[c]), %%zmm17, %%zmm17\n\t" \
+  "vmovups %%zmm16, (%[c])\n\t"           \
+  "vmovups %%zmm17, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm18, %%zmm18\n\t"   \
+  "vaddps 64(%[c]), %%zmm19, %%zmm19\n\t" \
+  "vmovups %%zmm18, (%[c])\n\t"           \
+  "vmovups %%zmm19, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm20, %%zmm20\n\t"   \
+  "vaddps 64(%[c]), %%zmm21, %%zmm21\n\t" \
+  "vmovups %%zmm20, (%[c])\n\t"           \
+  "vmovups %%zmm21, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm22, %%zmm22\n\t"   \
+  "vaddps 64(%[c]), %%zmm23, %%zmm23\n\t" \
+  "vmovups %%zmm22, (%[c])\n\t"           \
+  "vmovups %%zmm23, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm24, %%zmm24\n\t"   \
+  "vaddps 64(%[c]), %%zmm25, %%zmm25\n\t" \
+  "vmovups %%zmm24, (%[c])\n\t"           \
+  "vmovups %%zmm25, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm26, %%zmm26\n\t"   \
+  "vaddps 64(%[c]), %%zmm27, %%zmm27\n\t" \
+  "vmovups %%zmm26, (%[c])\n\t"           \
+  "vmovups %%zmm27, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm28, %%zmm28\n\t"   \
+  "vaddps 64(%[c]), %%zmm29, %%zmm29\n\t" \
+  "vmovups %%zmm28, (%[c])\n\t"           \
+  "vmovups %%zmm29, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"                  \
+  "vaddps (%[c]), %%zmm30, %%zmm30\n\t"   \
+  "vaddps 64(%[c]), %%zmm31, %%zmm31\n\t" \
+  "vmovups %%zmm30, (%[c])\n\t"           \
+  "vmovups %%zmm31, 64(%[c])\n\t"         \
+  "add %[ldc], %[c]\n\t"
 
 // The 14 rows of a full tile: row r reads A at byte 4r into zmm2 or zmm3 (in turn) and
 // accumulates into zmm(4+2r) and zmm(5+2r).
+// Zeroes the 28 accumulators, zmm4-zmm31.
+#define LB_ZERO_ACCS                     \
+  "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"    \
+  "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"    \
+  "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"    \
+  "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"    \
+  "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"    \
+  "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"    \
+  "vpxord %%zmm10, %%zmm10, %%zmm10\n\t" \
+  "vpxord %%zmm11, %%zmm11, %%zmm11\n\t" \
+  "vpxord %%zmm12, %%zmm12, %%zmm12\n\t" \
+  "vpxord %%zmm13, %%zmm13, %%zmm13\n\t" \
+  "vpxord %%zmm14, %%zmm14, %%zmm14\n\t" \
+  "vpxord %%zmm15, %%zmm15, %%zmm15\n\t" \
+  "vpxord %%zmm16, %%zmm16, %%zmm16\n\t" \
+  "vpxord %%zmm17, %%zmm17, %%zmm17\n\t" \
+  "vpxord %%zmm18, %%zmm18, %%zmm18\n\t" \
+  "vpxord %%zmm19, %%zmm19, %%zmm19\n\t" \
+  "vpxord %%zmm20, %%zmm20, %%zmm20\n\t" \
+  "vpxord %%zmm21, %%zmm21, %%zmm21\n\t" \
+  "vpxord %%zmm22, %%zmm22, %%zmm22\n\t" \
+  "vpxord %%zmm23, %%zmm23, %%zmm23\n\t" \
+  "vpxord %%zmm24, %%zmm24, %%zmm24\n\t" \
+  "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
+  "vpxord %%zmm26, %%zmm26, %%zmm26\n\t" \
+  "vpxord %%zmm27, %%zmm27, %%zmm27\n\t" \
+  "vpxord %%zmm28, %%zmm28, %%zmm28\n\t" \
+  "vpxord %%zmm29, %%zmm29, %%zmm29\n\t" \
+  "vpxord %%zmm30, %%zmm30, %%zmm30\n\t" \
+  "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
+
 #define LB_14_ROWS(ROW) \
-  ROW(0, 2, 4, 5) \
-  ROW(4, 3, 6, 7) \
-  ROW(8, 2, 8, 9) \
-  ROW(12, 3, 10, 11) \
-  ROW(16, 2, 12, 13) \
-  ROW(20, 3, 14, 15) \
-  ROW(24, 2, 16, 17) \
-  ROW(28, 3, 18, 19) \
-  ROW(32, 2, 20, 21) \
-  ROW(36, 3, 22, 23) \
-  ROW(40, 2, 24, 25) \
-  ROW(44, 3, 26, 27) \
-  ROW(48, 2, 28, 29) \
+  ROW(0, 2, 4, 5)       \
+  ROW(4, 3, 6, 7)       \
+  ROW(8, 2, 8, 9)       \
+  ROW(12, 3, 10, 11)    \
+  ROW(16, 2, 12, 13)    \
+  ROW(20, 3, 14, 15)    \
+  ROW(24, 2, 16, 17)    \
+  ROW(28, 3, 18, 19)    \
+  ROW(32, 2, 20, 21)    \
+  ROW(36, 3, 22, 23)    \
+  ROW(40, 2, 24, 25)    \
+  ROW(44, 3, 26, 27)    \
+  ROW(48, 2, 28, 29)    \
   ROW(52, 3, 30, 31)
 
-#define LB_FULL_TILE(ROWS, STORE)                                              \
-  asm volatile(                                                         \
-      "vpxord %%zmm4, %%zmm4, %%zmm4\n\t" \
-      "vpxord %%zmm5, %%zmm5, %%zmm5\n\t" \
-      "vpxord %%zmm6, %%zmm6, %%zmm6\n\t" \
-      "vpxord %%zmm7, %%zmm7, %%zmm7\n\t" \
-      "vpxord %%zmm8, %%zmm8, %%zmm8\n\t" \
-      "vpxord %%zmm9, %%zmm9, %%zmm9\n\t" \
-      "vpxord %%zmm10, %%zmm10, %%zmm10\n\t" \
-      "vpxord %%zmm11, %%zmm11, %%zmm11\n\t" \
-      "vpxord %%zmm12, %%zmm12, %%zmm12\n\t" \
-      "vpxord %%zmm13, %%zmm13, %%zmm13\n\t" \
-      "vpxord %%zmm14, %%zmm14, %%zmm14\n\t" \
-      "vpxord %%zmm15, %%zmm15, %%zmm15\n\t" \
-      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t" \
-      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t" \
-      "vpxord %%zmm18, %%zmm18, %%zmm18\n\t" \
-      "vpxord %%zmm19, %%zmm19, %%zmm19\n\t" \
-      "vpxord %%zmm20, %%zmm20, %%zmm20\n\t" \
-      "vpxord %%zmm21, %%zmm21, %%zmm21\n\t" \
-      "vpxord %%zmm22, %%zmm22, %%zmm22\n\t" \
-      "vpxord %%zmm23, %%zmm23, %%zmm23\n\t" \
-      "vpxord %%zmm24, %%zmm24, %%zmm24\n\t" \
-      "vpxord %%zmm25, %%zmm25, %%zmm25\n\t" \
-      "vpxord %%zmm26, %%zmm26, %%zmm26\n\t" \
-      "vpxord %%zmm27, %%zmm27, %%zmm27\n\t" \
-      "vpxord %%zmm28, %%zmm28, %%zmm28\n\t" \
-      "vpxord %%zmm29, %%zmm29, %%zmm29\n\t" \
-      "vpxord %%zmm30, %%zmm30, %%zmm30\n\t" \
-      "vpxord %%zmm31, %%zmm31, %%zmm31\n\t" \
-      "test %[steps], %[steps]\n\t"                            \
-      "jz 2f\n\t"                                                     \
-      "1:\n\t"                                                        \
-      "vmovaps (%[b]), %%zmm0\n\t"                                    \
-      "vmovaps 64(%[b]), %%zmm1\n\t"                                  \
-      "prefetcht0 4096(%[b])\n\t"                                     \
-      "prefetcht0 4160(%[b])\n\t"                                     \
-      ROWS                                                              \
-      "add $56, %[a]\n\t"                                             \
-      "add $128, %[b]\n\t"                                            \
-      "dec %[steps]\n\t"                                              \
-      "jnz 1b\n\t"                                                    \
-      "2:\n\t"                                                        \
-      STORE                                                             \
-      : [a] "+r"(a), [b] "+r"(b), [steps] "+r"(steps), [c] "+r"(c)         \
-      : [t] "r"(t), [ldc] "r"(ldc)                                      \
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc")
+#define LB_FULL_TILE(ROWS, STORE)                                                                          \
+  asm volatile(LB_ZERO_ACCS                                                                                \
+               "test %[steps], %[steps]\n\t"                                                               \
+               "jz 2f\n\t"                                                                                 \
+               "1:\n\t"                                                                                    \
+               "vmovaps (%[b]), %%zmm0\n\t"                                                                \
+               "vmovaps 64(%[b]), %%zmm1\n\t"                                                              \
+               "prefetcht0 4096(%[b])\n\t"                                                                 \
+               "prefetcht0 4160(%[b])\n\t" ROWS                                                            \
+               "add $56, %[a]\n\t"                                                                         \
+               "add $128, %[b]\n\t"                                                                        \
+               "dec %[steps]\n\t"                                                                          \
+               "jnz 1b\n\t"                                                                                \
+               "2:\n\t" STORE                                                                              \
+               : [a] "+r"(a), [b] "+r"(b), [steps] "+r"(steps), [c] "+r"(c)                                \
+               : [t] "r"(t), [ldc] "r"(ldc)                                                                \
+               : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",  \
+                 "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
+                 "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", \
+                 "xmm31", "memory", "cc")
 
 // The 14×32 sums of a full tile, f32 or s32 by the kind, into t (64-byte aligned).
 template <Kind K>
@@ -432,34 +542,7 @@ void indirect_full_tile(const IndirectArgs& ia) {
   const int64_t* off = ia.off;
   int64_t steps = ia.kc, tmp = 0;
   asm volatile(
-      "vpxord %%zmm4, %%zmm4, %%zmm4\n\t"
-      "vpxord %%zmm5, %%zmm5, %%zmm5\n\t"
-      "vpxord %%zmm6, %%zmm6, %%zmm6\n\t"
-      "vpxord %%zmm7, %%zmm7, %%zmm7\n\t"
-      "vpxord %%zmm8, %%zmm8, %%zmm8\n\t"
-      "vpxord %%zmm9, %%zmm9, %%zmm9\n\t"
-      "vpxord %%zmm10, %%zmm10, %%zmm10\n\t"
-      "vpxord %%zmm11, %%zmm11, %%zmm11\n\t"
-      "vpxord %%zmm12, %%zmm12, %%zmm12\n\t"
-      "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"
-      "vpxord %%zmm14, %%zmm14, %%zmm14\n\t"
-      "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"
-      "vpxord %%zmm16, %%zmm16, %%zmm16\n\t"
-      "vpxord %%zmm17, %%zmm17, %%zmm17\n\t"
-      "vpxord %%zmm18, %%zmm18, %%zmm18\n\t"
-      "vpxord %%zmm19, %%zmm19, %%zmm19\n\t"
-      "vpxord %%zmm20, %%zmm20, %%zmm20\n\t"
-      "vpxord %%zmm21, %%zmm21, %%zmm21\n\t"
-      "vpxord %%zmm22, %%zmm22, %%zmm22\n\t"
-      "vpxord %%zmm23, %%zmm23, %%zmm23\n\t"
-      "vpxord %%zmm24, %%zmm24, %%zmm24\n\t"
-      "vpxord %%zmm25, %%zmm25, %%zmm25\n\t"
-      "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"
-      "vpxord %%zmm27, %%zmm27, %%zmm27\n\t"
-      "vpxord %%zmm28, %%zmm28, %%zmm28\n\t"
-      "vpxord %%zmm29, %%zmm29, %%zmm29\n\t"
-      "vpxord %%zmm30, %%zmm30, %%zmm30\n\t"
-      "vpxord %%zmm31, %%zmm31, %%zmm31\n\t"
+      LB_ZERO_ACCS
       "test %[steps], %[steps]\n\t"
       "jz 2f\n\t"
       "1:\n\t"
@@ -479,25 +562,38 @@ void indirect_full_tile(const IndirectArgs& ia) {
   finish<MR>(u, t);
 }
 
-
 // m (1..14) → the tile instantiated for it.
 template <template <int> class T, class Args>
 void dispatch(const Args& u) {
   switch (u.m) {
-    case 1: return T<1>::run(u);
-    case 2: return T<2>::run(u);
-    case 3: return T<3>::run(u);
-    case 4: return T<4>::run(u);
-    case 5: return T<5>::run(u);
-    case 6: return T<6>::run(u);
-    case 7: return T<7>::run(u);
-    case 8: return T<8>::run(u);
-    case 9: return T<9>::run(u);
-    case 10: return T<10>::run(u);
-    case 11: return T<11>::run(u);
-    case 12: return T<12>::run(u);
-    case 13: return T<13>::run(u);
-    default: return T<14>::run(u);  // the full tile, see full_tile()
+    case 1:
+      return T<1>::run(u);
+    case 2:
+      return T<2>::run(u);
+    case 3:
+      return T<3>::run(u);
+    case 4:
+      return T<4>::run(u);
+    case 5:
+      return T<5>::run(u);
+    case 6:
+      return T<6>::run(u);
+    case 7:
+      return T<7>::run(u);
+    case 8:
+      return T<8>::run(u);
+    case 9:
+      return T<9>::run(u);
+    case 10:
+      return T<10>::run(u);
+    case 11:
+      return T<11>::run(u);
+    case 12:
+      return T<12>::run(u);
+    case 13:
+      return T<13>::run(u);
+    default:
+      return T<14>::run(u);  // the full tile, see full_tile()
   }
 }
 template <int M>

@@ -105,8 +105,8 @@ dnnl::memory Plan::owned(const dnnl::memory::desc& md) {
   return m;
 }
 
-dnnl::memory Plan::weights(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
-                           const dnnl::memory::desc& want) {
+dnnl::memory Plan::reordered_now(const TensorSet& ts, Arg a, const dnnl::memory::desc& user,
+                                 size_t byte_offset, const dnnl::memory::desc& want) {
   if (user == want) return bind(a, user, byte_offset);
   // oneDNN reads the source of a reorder only; the const_cast does not license a write.
   void* p = static_cast<char*>(const_cast<void*>(ts.at(a).data())) + byte_offset;

@@ -95,8 +95,8 @@ class Plan {
   // A user-layout tensor of prepare()'s TensorSet reordered now into memory of layout
   // `want` that the Plan owns; returned as is when the layouts agree. Weights, and the
   // input of a kernel that keeps activations in oneDNN's layout (conv2d.onednn.blocked).
-  dnnl::memory weights(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
-                       const dnnl::memory::desc& want);
+  dnnl::memory reordered_now(const TensorSet& ts, Arg a, const dnnl::memory::desc& user, size_t byte_offset,
+                             const dnnl::memory::desc& want);
 
   // The bias as a primitive reads it: bound to the tensor, or for i8 (output_scale != 1) a
   // copy divided by the output scale, which oneDNN 2.x multiplies the biased sum by.

@@ -86,7 +86,7 @@ class OnednnConv2d final : public PlanKernel {
     const dnnl::memory y_bound = plan.bind(Arg::dst, y_user);
     dnnl::memory x, y = y_bound;
     if (layouts_ == Layouts::blocked) {
-      x = plan.weights(ts, Arg::src, x_user, 0, pd.src_desc());  // reordered now, untimed
+      x = plan.reordered_now(ts, Arg::src, x_user, 0, pd.src_desc());  // untimed
     } else {
       x = plan.bind(Arg::src, x_user);
       if (pd.src_desc() != x_user) {
@@ -97,7 +97,7 @@ class OnednnConv2d final : public PlanKernel {
     }
     if (pd.dst_desc() != y_user) y = plan.owned(pd.dst_desc());
 
-    const dnnl::memory w = plan.weights(ts, Arg::wei, weights_desc(p, false), 0, pd.weights_desc());
+    const dnnl::memory w = plan.reordered_now(ts, Arg::wei, weights_desc(p, false), 0, pd.weights_desc());
     const dnnl::memory b = plan.bias(ts, pd.bias_desc(), scale);
     plan.add(pd, LB_DNNL(dnnl::convolution_forward(pd)),
              {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, y}},

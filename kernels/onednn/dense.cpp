@@ -51,7 +51,7 @@ class OnednnDense final : public PlanKernel {
     Plan& plan = *plan_;
     const dnnl::memory x = plan.bind(Arg::src, pd.src_desc());
     const dnnl::memory::desc w_user({d.oc, d.ic}, dtype_of(p.dt, Arg::wei), tag::oi);
-    const dnnl::memory w = plan.weights(ts, Arg::wei, w_user, 0, pd.weights_desc());
+    const dnnl::memory w = plan.reordered_now(ts, Arg::wei, w_user, 0, pd.weights_desc());
     const dnnl::memory b = plan.bias(ts, pd.bias_desc(), scale);
     const dnnl::memory y = plan.bind(Arg::dst, pd.dst_desc());
     plan.add(pd, LB_DNNL(dnnl::inner_product_forward(pd)),

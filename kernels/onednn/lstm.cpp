@@ -97,9 +97,9 @@ class OnednnLstm final : public PlanKernel {
       const dnnl::memory h0 = plan.bind(Arg::src_iter, user.h0, bytes(Arg::src_iter, h_off));
       const dnnl::memory c0 = plan.bind(Arg::src_iter_c, user.c0, bytes(Arg::src_iter_c, h_off));
       const dnnl::memory wx =
-          plan.weights(ts, Arg::wei, user.wx, bytes(Arg::wei, wx_off), pd.weights_layer_desc());
-      const dnnl::memory wh =
-          plan.weights(ts, Arg::wei_iter, user.wh, bytes(Arg::wei_iter, wh_off), pd.weights_iter_desc());
+          plan.reordered_now(ts, Arg::wei, user.wx, bytes(Arg::wei, wx_off), pd.weights_layer_desc());
+      const dnnl::memory wh = plan.reordered_now(ts, Arg::wei_iter, user.wh, bytes(Arg::wei_iter, wh_off),
+                                                 pd.weights_iter_desc());
       const dnnl::memory b = plan.bind(Arg::bias, user.b, bytes(Arg::bias, b_off));
       y = i + 1 == segs.size() ? plan.bind(Arg::dst, user.y) : plan.owned(user.y);
       plan.add(pd, LB_DNNL(dnnl::lstm_forward(pd)),

@@ -100,8 +100,10 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
   };
   for (cpu::Isa isa : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512}) {
     if (!cpu::isa_supported(isa)) continue;
-    for (Shape s : {Shape{1, 1, 1}, Shape{3, 17, 1023}, Shape{17, 3, 5}, Shape{15, 33, 600}, Shape{40, 70, 2100}}) {
-      std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), bias_row(size_t(s.m)), bias_col(size_t(s.n));
+    for (Shape s :
+         {Shape{1, 1, 1}, Shape{3, 17, 1023}, Shape{17, 3, 5}, Shape{15, 33, 600}, Shape{40, 70, 2100}}) {
+      std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), bias_row(size_t(s.m)),
+          bias_col(size_t(s.n));
       for (auto* v : {&a, &b, &bias_row, &bias_col})
         for (float& x : *v)
           x = u(rng);
@@ -139,8 +141,8 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
         const int threads = variant == 3 ? 2 : 1;
         cpu::Pool pool(threads);
         cpu::Workspace ws(isa, threads);
-        const cpu::Epilogue ep{variant == 1 ? bias_row.data() : nullptr, variant == 0 ? bias_col.data() : nullptr,
-                               relu, accumulate};
+        const cpu::Epilogue ep{variant == 1 ? bias_row.data() : nullptr,
+                               variant == 0 ? bias_col.data() : nullptr, relu, accumulate};
         cpu::gemm_f32(isa, s.m, s.n, s.k, oa, ob, c.data(), s.n, ep, ws, &pool);
         for (int64_t i = 0; i < s.m; ++i)
           for (int64_t j = 0; j < s.n; ++j) {
@@ -149,8 +151,8 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
             if (variant == 1) w += bias_row[i];
             if (relu) w = std::max(w, 0.0);
             ASSERT_NEAR(c[i * s.n + j], w, 1e-5 * (std::sqrt(double(s.k)) + 1.0))
-                << name(isa) << " variant " << variant << " " << s.m << "x" << s.n << "x" << s.k << " at " << i
-                << "," << j;
+                << name(isa) << " variant " << variant << " " << s.m << "x" << s.n << "x" << s.k << " at "
+                << i << "," << j;
           }
       }
     }
