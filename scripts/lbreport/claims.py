@@ -1,4 +1,4 @@
-"""The claims users bring (the project's CLAIMS.md), each checked against the results: a
+"""The claims users bring (docs/claims.md), each checked against the results: a
 verdict — confirmed, refuted, depends, or not measured — and the numbers behind it.
 
 Rules every check follows: a verdict comes only from measured cases (model counters such as

@@ -1,13 +1,14 @@
-"""scripts/report: results files -> Markdown + CSV + plots in one folder, and the whitepaper
-section of README.md.
+"""scripts/report: results files -> Markdown + CSV + plots in one folder, and the headline
+block of README.md.
 
     scripts/report RESULTS.json [MORE.json|.jsonl ...] [--out DIR] [--layerbench PATH]
                    [--noisy-cv 0.05] [--no-plots] [--update-readme README.md]
 
 Writes DIR/report.md, DIR/*.csv (one per table; cases.csv has every case), DIR/*.png and
-*.svg. --update-readme replaces the text between <!-- whitepaper:begin --> and
-<!-- whitepaper:end --> in the given file with the whitepaper table, the optimisation
-effects and the claims' verdicts.
+*.svg. --update-readme replaces the text between <!-- headline:begin --> and
+<!-- headline:end --> in the given file with the headline: per layer type the fastest
+backend on each device (at most one row per layer type), the count of each claim verdict,
+and links to docs/claims.md and to DIR/report.md, where every full table is.
 
 Exit status: 0; 1 when some input could not be read (its one-line error is on stderr, the
 report is made from the others); 2 when nothing could be read or the arguments are wrong.
@@ -24,7 +25,10 @@ from . import analysis, claims
 from .results import all_cases, load_many, Complaints
 from .table import Table
 
-BEGIN, END = "<!-- whitepaper:begin -->", "<!-- whitepaper:end -->"
+BEGIN, END = "<!-- headline:begin -->", "<!-- headline:end -->"
+# The claims the report checks, stated in the repository (scripts/lbreport/ -> the top level).
+CLAIMS_DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "docs", "claims.md")
 
 
 def parse_args(argv):
@@ -37,7 +41,7 @@ def parse_args(argv):
                    help="list cases whose coefficient of variation of time exceeds this (default 0.05, as layerbench run)")
     p.add_argument("--no-plots", action="store_true", help="tables only")
     p.add_argument("--update-readme", metavar="README.md",
-                   help="replace the text between the whitepaper markers in this file")
+                   help="replace the text between the headline markers in this file")
     return p.parse_args(argv)
 
 
@@ -52,8 +56,57 @@ def sources_table(runs):
     return t
 
 
-def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()):
-    """Computes every table and plot; returns (markdown, readme_section, {csv name: text}, [plot paths])."""
+def headline(wp, verdicts, runs, readme_dir, report_md=None):
+    """The README's block, from the whitepaper table `wp`: per layer type the row of the highest
+    throughput on each device (so at most one table row per layer type), the verdict counts of
+    the claims, and links (relative to `readme_dir`) to the claims and to the full report."""
+    def link(path):
+        return os.path.relpath(path, readme_dir)
+
+    sources = "; ".join(sorted({r.cpu_model or r.host for r in runs} | {r.gpu_model for r in runs if r.gpu_model}))
+    dates = ", ".join(sorted({r.date[:10] for r in runs if r.date}))
+    out = [BEGIN, "",
+           f"From `scripts/report` on {', '.join(os.path.basename(r.path) for r in runs)} ({sources}; {dates}). "
+           "f32, no ReLU, hot caches; per layer type the backend with the highest throughput on each device, "
+           "over the problems every backend of that type measured.", ""]
+    best = {}  # (type, device) -> (display cells, raw values) of the fastest row
+    for cells, raw in zip(wp.rows, wp.raw):
+        key = (raw[0], raw[1])
+        if raw[6] is not None and (key not in best or raw[6] > best[key][1][6]):
+            best[key] = (cells, raw)
+    devices = [d for d in ("cpu", "gpu") if any(k[1] == d for k in best)]
+    if devices:
+        memory = {"cpu": ("host peak MB", 9), "gpu": ("device peak MB", 10)}
+        cols = [("layer type", "type")]
+        for d in devices:
+            cols += [(f"fastest {d.upper()} backend", f"{d}_backend"), ("GFLOP/s", f"{d}_gflop_per_s"),
+                     ("% of peak", f"{d}_pct_peak"), (memory[d][0], f"{d}_memory_peak")]
+        t = Table(cols, right=[False] + [False, True, True, True] * len(devices))
+        for typ in sorted({k[0] for k in best}, key=analysis.type_rank):
+            row = [typ]
+            for d in devices:
+                if (typ, d) in best:
+                    cells, raw = best[(typ, d)]
+                    row += [analysis.row_name((raw[1], raw[2], raw[3])), cells[6], cells[7], cells[memory[d][1]]]
+                else:
+                    row += ["—"] * 4
+            t.add(row)
+        out += [t.markdown()]
+    else:
+        out += ["not measured: no f32 case without ReLU passed in these results.", ""]
+    counts = Counter(v.verdict for v in verdicts)
+    order = [claims.CONFIRMED, claims.REFUTED, claims.DEPENDS, claims.NOT_MEASURED]
+    tally = ", ".join(f"{counts[v]} {v}" for v in order if counts[v])
+    out.append(f"Claims ([{link(CLAIMS_DOC)}]({link(CLAIMS_DOC)})): {tally}." +
+               (f" Every table, the effect of each optimisation and each verdict with its numbers: "
+                f"[the full report]({link(report_md)})." if report_md else ""))
+    out += ["", END]
+    return "\n".join(out)
+
+
+def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=(), readme_dir=None):
+    """Computes every table and plot; returns (markdown, readme_section, {csv name: text}, [plot paths]).
+    The README block links relative to `readme_dir` (default: the current folder)."""
     csvs = {}
     md = ["# layerbench report", ""]
     md.append("Made by `scripts/report` from the results files below. Times are the median over a case's repetitions "
@@ -144,7 +197,7 @@ def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()
 
     verdicts = claims.check_all(cases, network_analyses, network_rows, cg_rows)
     ct = Table([("#", "number"), ("claim", "claim"), ("verdict", "verdict"), ("numbers", "numbers")])
-    md += ["## Claims", "", "Each claim of CLAIMS.md, checked against these results. Verdicts: confirmed, refuted, "
+    md += ["## Claims", "", "Each claim of docs/claims.md, checked against these results. Verdicts: confirmed, refuted, "
            "depends (on what, below), or not measured (with the run that would measure it).", ""]
     claims_md = []
     for v in verdicts:
@@ -198,19 +251,9 @@ def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()
                 name = os.path.basename(p)
                 md += [f"![{name[:-4]}]({name}) ([SVG]({name[:-4]}.svg))", ""]
 
-    readme = [BEGIN, "",
-              f"From `scripts/report` on {', '.join(os.path.basename(r.path) for r in runs)} "
-              f"({'; '.join(sorted({r.cpu_model or r.host for r in runs} | {r.gpu_model for r in runs if r.gpu_model}))}).",
-              ""]
-    readme += [line.replace("### ", "#### ") for line in wp_md + opt_md]
-    readme += ["#### Claims (CLAIMS.md)", "", "| # | claim | verdict | deciding numbers |", "|---:|---|---|---|"]
-    for v in verdicts:
-        deciding = [line for line in v.lines if "→" in line]
-        why = " ".join(deciding) if deciding and v.verdict != claims.NOT_MEASURED else v.summary
-        why = why if len(why) <= 400 else why[:399] + "…"
-        readme.append(f"| {v.number} | {v.title} | {v.verdict} | {why.replace('|', '/')} |")
-    readme += ["", END]
-    return "\n".join(md) + "\n", "\n".join(readme), csvs, plot_paths
+    readme = headline(wp, verdicts, runs, readme_dir or os.getcwd(),
+                      os.path.join(out_dir, "report.md") if out_dir else None)
+    return "\n".join(md) + "\n", readme, csvs, plot_paths
 
 
 def update_readme(path, section, complain):
@@ -257,7 +300,8 @@ def main(argv=None):
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
     analyzer = analysis.Analyzer(args.layerbench or analysis.default_layerbench())
-    md, section, csvs, plot_paths = build(runs, cases, analyzer, args.noisy_cv, out_dir, plots, problems)
+    readme_dir = os.path.dirname(os.path.abspath(args.update_readme)) if args.update_readme else None
+    md, section, csvs, plot_paths = build(runs, cases, analyzer, args.noisy_cv, out_dir, plots, problems, readme_dir)
     if out_dir:
         with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
             f.write(md)
@@ -270,5 +314,5 @@ def main(argv=None):
     if args.update_readme:
         if not update_readme(args.update_readme, section, complain):
             return 2
-        print(f"report: updated the whitepaper section of {args.update_readme}")
+        print(f"report: updated the headline block of {args.update_readme}")
     return 1 if problems else 0

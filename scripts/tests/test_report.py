@@ -161,17 +161,23 @@ class Readme(unittest.TestCase):
             readme = os.path.join(tmp, "README.md")
             before, after = "# layerbench\n\nintro\n\n", "\n\n## Layout\n\nthe rest\n"
             with open(readme, "w") as f:
-                f.write(before + "<!-- whitepaper:begin -->\nold table\n<!-- whitepaper:end -->" + after)
-            p = script("report", fixture("cpu_run.json"), "--update-readme", readme)
+                f.write(before + "<!-- headline:begin -->\nold table\n<!-- headline:end -->" + after)
+            out = os.path.join(tmp, "report")
+            p = script("report", fixture("cpu_run.json"), "--no-plots", "--out", out, "--update-readme", readme)
             self.assertEqual(p.returncode, 0, p.stderr)
             text = read(readme)
             self.assertTrue(text.startswith(before) and text.endswith(after))
             self.assertNotIn("old table", text)
-            self.assertIn("| layer type | device | backend |", text)
-            self.assertIn("#### Claims (CLAIMS.md)", text)
-            self.assertEqual(text.count("<!-- whitepaper:begin -->"), 1)
+            # The headline: one row per layer type, the verdict counts, links to the claims and the report.
+            self.assertIn("| layer type | fastest CPU backend | GFLOP/s | % of peak | host peak MB |", text)
+            rows = re.findall(r"^\| (\w+) \| \w+ ×\d+ \|", text, re.M)
+            self.assertEqual(rows, ["dense", "conv", "depthwise", "pointwise", "lstm"])
+            self.assertRegex(text, r"Claims \(\[[^]]*docs/claims\.md\]\([^)]*docs/claims\.md\)\): "
+                                   r"\d+ confirmed, .*\d+ not measured\.")
+            self.assertIn("[the full report](report/report.md)", text)
+            self.assertEqual(text.count("<!-- headline:begin -->"), 1)
             # A second run replaces, it does not append.
-            script("report", fixture("cpu_run.json"), "--update-readme", readme)
+            script("report", fixture("cpu_run.json"), "--no-plots", "--out", out, "--update-readme", readme)
             self.assertEqual(read(readme), text)
 
     def test_no_markers(self):
@@ -180,7 +186,7 @@ class Readme(unittest.TestCase):
             shutil.copyfile(fixture("not_results.json"), readme)
             p = script("report", fixture("cpu_run.json"), "--update-readme", readme)
             self.assertEqual(p.returncode, 2)
-            self.assertIn("no '<!-- whitepaper:begin -->'", p.stderr)
+            self.assertIn("no '<!-- headline:begin -->'", p.stderr)
 
 
 def case(name, **kw):
