@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 #include "kernels/tensor.h"
 
 #ifndef LB_DATA_DIR
@@ -61,7 +62,7 @@ int64_t product(const std::vector<int64_t>& dims) {
 }
 
 // key=value tokens of one network line; throws on a malformed or repeated token.
-using Keys = std::map<std::string, std::string, std::less<>>;
+using Keys = KeyValues;
 
 Keys split_keys(std::istringstream& in, std::string_view kind) {
   Keys kv;
@@ -107,8 +108,7 @@ void no_more_keys(const Keys& kv, std::string_view kind, std::string_view expect
 
 // Builds an op layer's problem line from the keys the file gives and the sizes the
 // previous layer determines; a given size must agree.
-Problem op_problem(std::string_view kind, Keys kv,
-                   const std::vector<std::pair<std::string, int64_t>>& derived, DType dt,
+Problem op_problem(std::string_view kind, Keys kv, const DerivedKeys& derived, DType dt,
                    const std::string& layer_name) {
   for (const char* forbidden : {"mb", "dt", "name"})
     if (kv.count(forbidden))
@@ -118,11 +118,14 @@ Problem op_problem(std::string_view kind, Keys kv,
   for (const auto& [key, value] : derived) {
     if (auto it = kv.find(key); it != kv.end()) {
       if (it->second != std::to_string(value))
-        throw Error(std::string(kind) + ": " + key + "=" + it->second + ": the previous layer gives " +
-                    std::to_string(value));
+        throw Error(std::string(kind) + ": " + std::string(key) + "=" + it->second +
+                    ": the previous layer gives " + std::to_string(value));
       kv.erase(it);
     }
-    line += " " + key + "=" + std::to_string(value);
+    line += ' ';
+    line += key;
+    line += '=';
+    line += std::to_string(value);
   }
   for (const auto& [key, value] : kv)
     line += " " + key + "=" + value;
@@ -197,153 +200,201 @@ std::vector<Problem> load_suite(std::string_view name) {
   return parse_suite(read_file(path), path);
 }
 
+namespace {
+
+// A network file being read: the network so far and what later lines are checked against.
+struct NetworkReader {
+  Network net;
+  double act = 0;       // bytes per activation value
+  bool tokens = false;  // the input is a sequence of token ids (int32), not activations
+  std::map<std::string, std::vector<int64_t>> shapes;  // layer name -> output shape
+  int64_t sum_params = 0, sum_macs = 0;
+};
+
+// totals() sums parameters and MACs in int64: the sums are bounded as parse_problem
+// bounds one problem's MACs, and a network that exceeds them is rejected.
+constexpr int64_t kMaxSum = int64_t(1) << 62;
+
+// Throws unless the previous layer's per-sample shape `in` has one of `ranks`.
+void need(const std::string& kind, const std::vector<int64_t>& in, const std::vector<size_t>& ranks,
+          std::string_view what) {
+  if (std::find(ranks.begin(), ranks.end(), in.size()) == ranks.end())
+    throw Error(kind + ": needs " + std::string(what) + " input, the previous layer gives " +
+                shape_string(in));
+}
+
+void read_input(const std::string& first, std::istringstream& in, NetworkReader& r) {
+  if (first != "input") throw Error("'" + first + "': the first line must be 'input ...'");
+  Keys kv = split_keys(in, "input");
+  const bool has_t = kv.count("t"), has_c = kv.count("c"), has_h = kv.count("h");
+  std::vector<int64_t>& s = r.net.in_shape;
+  if (has_t) s.push_back(take_int(kv, "input", "t", {}, 1));
+  if (has_c) s.push_back(take_int(kv, "input", "c", {}, 1));
+  if (has_h) {
+    s.push_back(take_int(kv, "input", "h", {}, 1));
+    s.push_back(take_int(kv, "input", "w", {}, 1));
+  }
+  no_more_keys(kv, "input", "c=, h= w= (an image), t= (a sequence)");
+  if (s.empty() || (has_t && has_h) || (has_h && !has_c))
+    throw Error("input: expected c= h= w=, c=, t= or t= c=");
+  check_values("input", s);
+  r.tokens = has_t && !has_c;
+  r.net.in_bytes = double(r.net.batch) * product(s) * (r.tokens ? 4.0 : r.act);
+}
+
+// An op layer: its problem from the keys the file gives and those the previous layer
+// determines, as the op's traits derive them.
+void op_layer(Layer& layer, const OpTraits& op, const Keys& kv, const std::vector<int64_t>& in,
+              const NetworkReader& r) {
+  need(layer.kind, in, op.layer.ranks, op.layer.input);
+  layer.problem = op_problem(layer.kind, kv, op.layer.keys(in, r.net.batch), r.net.dt, layer.name);
+  layer.out_shape = op.layer.out_shape(*layer.problem, in);
+}
+
+// The other layer kinds: each sets the layer's per-sample output shape, and the
+// parameters and buffers that differ from an op layer's.
+using LayerReader = void (*)(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r);
+
+void embedding_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
+  const int64_t vocab = take_int(kv, layer.kind, "vocab", {}, 1),
+                dim = take_int(kv, layer.kind, "dim", {}, 1);
+  no_more_keys(kv, layer.kind, "vocab= dim=");
+  layer.params = vocab * dim;
+  layer.param_bytes = double(layer.params) * size_of(storage_of(r.net.dt, Arg::wei));
+  layer.out_shape = {in[0], dim};
+}
+
+void pool_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
+  const std::string& kind = layer.kind;
+  need(kind, in, {3}, "an image (c×h×w)");
+  const int64_t k = take_int(kv, kind, "k", {}, 1), s = take_int(kv, kind, "s", k, 1),
+                p = take_int(kv, kind, "p", 0, 0);
+  no_more_keys(kv, kind, "k= s= p=");
+  if (k > in[1] + 2 * p || k > in[2] + 2 * p)
+    throw Error(kind + ": k=" + std::to_string(k) + ": larger than the padded input " + shape_string(in));
+  layer.out_shape = {in[0], (in[1] + 2 * p - k) / s + 1, (in[2] + 2 * p - k) / s + 1};
+}
+
+void relu_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
+  const std::string mode = kv.count("mode") ? kv.at("mode") : "inplace";
+  kv.erase("mode");
+  no_more_keys(kv, layer.kind, "mode=inplace|separate");
+  if (mode != "inplace" && mode != "separate")
+    throw Error("relu: mode=" + mode + ": expected inplace or separate");
+  layer.new_buffer = mode == "separate";
+  layer.out_shape = in;
+}
+
+// flatten is a view of its input; softmax writes a new buffer of the same shape.
+void shape_only_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
+  no_more_keys(kv, layer.kind, "nothing");
+  layer.new_buffer = layer.kind == "softmax";
+  layer.out_shape = layer.kind == "flatten" ? std::vector<int64_t>{product(in)} : in;
+}
+
+void add_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
+  const std::string from = kv.count("from") ? kv.at("from") : "";
+  kv.erase("from");
+  no_more_keys(kv, layer.kind, "from=<layer>");
+  auto it = r.shapes.find(from);
+  if (it == r.shapes.end()) throw Error("add: from=" + from + ": no earlier layer of that name");
+  if (it->second != in)
+    throw Error("add: from=" + from + ": shape " + shape_string(it->second) + " differs from " +
+                shape_string(in));
+  layer.in_bytes *= 2;  // both operands
+  layer.out_shape = in;
+}
+
+// In the order the unknown-kind error lists them, after the ops.
+constexpr std::pair<std::string_view, LayerReader> kLayerKinds[] = {{"embedding", embedding_layer},
+                                                                    {"relu", relu_layer},
+                                                                    {"maxpool", pool_layer},
+                                                                    {"avgpool", pool_layer},
+                                                                    {"flatten", shape_only_layer},
+                                                                    {"softmax", shape_only_layer},
+                                                                    {"add", add_layer}};
+
+void shape_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
+  for (Op op : kAllOps)
+    if (layer.kind == name(op)) return op_layer(layer, traits(op), kv, in, r);
+  for (const auto& [kind, read] : kLayerKinds)
+    if (layer.kind == kind) return read(layer, kv, in, r);
+  std::string expected;  // "dense conv2d lstm embedding ... add"
+  for (Op op : kAllOps)
+    expected += std::string(name(op)) + " ";
+  for (const auto& kind : kLayerKinds)
+    expected += std::string(kind.first) + " ";
+  expected.pop_back();
+  throw Error(layer.name + ": '" + layer.kind + "': unknown layer kind; expected " + expected);
+}
+
+// Adds a shaped layer to the network: its model, checks on its size and on the sums.
+void add_to_network(Layer layer, NetworkReader& r) {
+  if (layer.problem) {
+    const Model m = model(*layer.problem);
+    layer.params = m.params;
+    layer.param_bytes = m.param_bytes;
+    layer.macs = m.macs;
+    layer.type = layer_type(*layer.problem);
+  } else {
+    layer.type = layer.kind;
+  }
+  check_values(layer.kind, layer.out_shape);
+  if (layer.params > kMaxSum - r.sum_params || layer.macs > kMaxSum - r.sum_macs)
+    throw Error(layer.name + ": the network's parameters or MACs add up to more than 2^62");
+  r.sum_params += layer.params;
+  r.sum_macs += layer.macs;
+  layer.out_bytes = layer.new_buffer ? double(r.net.batch) * product(layer.out_shape) * r.act : 0.0;
+  r.shapes[layer.name] = layer.out_shape;
+  r.net.layers.push_back(std::move(layer));
+}
+
+void read_layer(const std::string& first, std::istringstream& in, NetworkReader& r) {
+  if (first == "input") throw Error("input: given twice");
+  Layer layer;
+  layer.name = first;
+  if (!(in >> layer.kind)) throw Error(first + ": expected '<name> <kind> key=value ...'");
+  if (r.shapes.count(layer.name)) throw Error(layer.name + ": layer name used twice");
+  const bool first_layer = r.net.layers.empty();
+  const std::vector<int64_t> in_shape = first_layer ? r.net.in_shape : r.net.layers.back().out_shape;
+  layer.in_bytes = first_layer ? r.net.in_bytes : double(r.net.batch) * product(in_shape) * r.act;
+  const std::string& kind = layer.kind;
+  Keys kv = split_keys(in, kind);
+  if ((kind == "embedding") != (r.tokens && first_layer))
+    throw Error(kind + (kind == "embedding" ? ": must be the first layer after 'input t='"
+                                            : ": token ids need an embedding layer first"));
+  shape_layer(layer, kv, in_shape, r);
+  add_to_network(std::move(layer), r);
+}
+
+}  // namespace
+
 Network parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt) {
   // The batch becomes a problem line's mb (or T times it), which is at most 2^31 - 1;
   // checked here before T·batch is computed, which a larger batch overflowed.
   if (batch < 1 || batch > 2147483647)
     throw Error("--batch " + std::to_string(batch) + ": must be between 1 and 2147483647");
-  Network net;
-  net.batch = batch;
-  net.dt = dt;
-  const double act = double(size_of(storage_of(dt, Arg::src)));  // bytes per activation value
+  NetworkReader r;
+  r.net.batch = batch;
+  r.net.dt = dt;
+  r.act = double(size_of(storage_of(dt, Arg::src)));
   const std::vector<Line> lines = content_lines(text);
   if (lines.empty()) throw Error(std::string(file) + ": no layers");
-  bool tokens = false;  // the input is a sequence of token ids (int32), not activations
-  std::map<std::string, std::vector<int64_t>> shapes;  // layer name -> output shape
-  // totals() sums parameters and MACs in int64: the sums are bounded as parse_problem
-  // bounds one problem's MACs, and a network that exceeds them is rejected here.
-  constexpr int64_t kMaxSum = int64_t(1) << 62;
-  int64_t sum_params = 0, sum_macs = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const Line& l = lines[i];
     try {
-      std::istringstream in(l.text);
+      std::istringstream in(lines[i].text);
       std::string first;
       in >> first;
-      if (i == 0) {
-        if (first != "input") throw Error("'" + first + "': the first line must be 'input ...'");
-        Keys kv = split_keys(in, "input");
-        const bool has_t = kv.count("t"), has_c = kv.count("c"), has_h = kv.count("h");
-        std::vector<int64_t>& s = net.in_shape;
-        if (has_t) s.push_back(take_int(kv, "input", "t", {}, 1));
-        if (has_c) s.push_back(take_int(kv, "input", "c", {}, 1));
-        if (has_h) {
-          s.push_back(take_int(kv, "input", "h", {}, 1));
-          s.push_back(take_int(kv, "input", "w", {}, 1));
-        }
-        no_more_keys(kv, "input", "c=, h= w= (an image), t= (a sequence)");
-        if (s.empty() || (has_t && has_h) || (has_h && !has_c))
-          throw Error("input: expected c= h= w=, c=, t= or t= c=");
-        check_values("input", s);
-        tokens = has_t && !has_c;
-        net.in_bytes = double(batch) * product(s) * (tokens ? 4.0 : act);
-        continue;
-      }
-      if (first == "input") throw Error("input: given twice");
-      Layer layer;
-      layer.name = first;
-      if (!(in >> layer.kind)) throw Error(first + ": expected '<name> <kind> key=value ...'");
-      if (shapes.count(layer.name)) throw Error(layer.name + ": layer name used twice");
-      const std::vector<int64_t> in_shape = net.layers.empty() ? net.in_shape : net.layers.back().out_shape;
-      const bool first_layer = net.layers.empty();
-      layer.in_bytes = first_layer ? net.in_bytes : double(batch) * product(in_shape) * act;
-      const std::string& kind = layer.kind;
-      Keys kv = split_keys(in, kind);
-      if ((kind == "embedding") != (tokens && first_layer))
-        throw Error(kind + (kind == "embedding" ? ": must be the first layer after 'input t='"
-                                                : ": token ids need an embedding layer first"));
-      auto need = [&](size_t rank, std::string_view what) {
-        if (in_shape.size() != rank)
-          throw Error(kind + ": needs " + std::string(what) + " input, the previous layer gives " +
-                      shape_string(in_shape));
-      };
-      if (kind == "embedding") {
-        const int64_t vocab = take_int(kv, kind, "vocab", {}, 1), dim = take_int(kv, kind, "dim", {}, 1);
-        no_more_keys(kv, kind, "vocab= dim=");
-        layer.params = vocab * dim;
-        layer.param_bytes = double(layer.params) * size_of(storage_of(dt, Arg::wei));
-        layer.out_shape = {in_shape[0], dim};
-      } else if (kind == "dense") {
-        if (in_shape.size() != 1 && in_shape.size() != 2)
-          throw Error("dense: needs a vector or sequence input, the previous layer gives " +
-                      shape_string(in_shape));
-        // A sequence is projected position by position: T·batch rows.
-        const int64_t rows = in_shape.size() == 2 ? in_shape[0] * batch : batch;
-        layer.problem = op_problem(kind, kv, {{"mb", rows}, {"ic", in_shape.back()}}, dt, layer.name);
-        layer.out_shape = in_shape;
-        layer.out_shape.back() = layer.problem->dense().oc;
-      } else if (kind == "conv2d") {
-        need(3, "an image (c×h×w)");
-        layer.problem = op_problem(
-            kind, kv, {{"mb", batch}, {"ic", in_shape[0]}, {"ih", in_shape[1]}, {"iw", in_shape[2]}}, dt,
-            layer.name);
-        const Conv2d& c = layer.problem->conv();
-        layer.out_shape = {c.oc, c.oh(), c.ow()};
-      } else if (kind == "lstm") {
-        need(2, "a sequence (t×c)");
-        layer.problem =
-            op_problem(kind, kv, {{"mb", batch}, {"t", in_shape[0]}, {"ic", in_shape[1]}}, dt, layer.name);
-        layer.out_shape = {in_shape[0], layer.problem->lstm().hc};
-      } else if (kind == "maxpool" || kind == "avgpool") {
-        need(3, "an image (c×h×w)");
-        const int64_t k = take_int(kv, kind, "k", {}, 1), s = take_int(kv, kind, "s", k, 1),
-                      p = take_int(kv, kind, "p", 0, 0);
-        no_more_keys(kv, kind, "k= s= p=");
-        if (k > in_shape[1] + 2 * p || k > in_shape[2] + 2 * p)
-          throw Error(kind + ": k=" + std::to_string(k) + ": larger than the padded input " +
-                      shape_string(in_shape));
-        layer.out_shape = {in_shape[0], (in_shape[1] + 2 * p - k) / s + 1, (in_shape[2] + 2 * p - k) / s + 1};
-      } else if (kind == "relu") {
-        const std::string mode = kv.count("mode") ? kv.at("mode") : "inplace";
-        kv.erase("mode");
-        no_more_keys(kv, kind, "mode=inplace|separate");
-        if (mode != "inplace" && mode != "separate")
-          throw Error("relu: mode=" + mode + ": expected inplace or separate");
-        layer.new_buffer = mode == "separate";
-        layer.out_shape = in_shape;
-      } else if (kind == "flatten" || kind == "softmax") {
-        no_more_keys(kv, kind, "nothing");
-        layer.new_buffer = kind == "softmax";
-        layer.out_shape = kind == "flatten" ? std::vector<int64_t>{product(in_shape)} : in_shape;
-      } else if (kind == "add") {
-        const std::string from = kv.count("from") ? kv.at("from") : "";
-        kv.erase("from");
-        no_more_keys(kv, kind, "from=<layer>");
-        auto it = shapes.find(from);
-        if (it == shapes.end()) throw Error("add: from=" + from + ": no earlier layer of that name");
-        if (it->second != in_shape)
-          throw Error("add: from=" + from + ": shape " + shape_string(it->second) + " differs from " +
-                      shape_string(in_shape));
-        layer.in_bytes *= 2;  // both operands
-        layer.out_shape = in_shape;
-      } else {
-        throw Error(first + ": '" + kind +
-                    "': unknown layer kind; expected dense conv2d lstm embedding relu maxpool avgpool "
-                    "flatten softmax add");
-      }
-      if (layer.problem) {
-        const Model m = model(*layer.problem);
-        layer.params = m.params;
-        layer.param_bytes = m.param_bytes;
-        layer.macs = m.macs;
-        layer.type = layer_type(*layer.problem);
-      } else {
-        layer.type = layer.kind;
-      }
-      check_values(kind, layer.out_shape);
-      if (layer.params > kMaxSum - sum_params || layer.macs > kMaxSum - sum_macs)
-        throw Error(layer.name + ": the network's parameters or MACs add up to more than 2^62");
-      sum_params += layer.params;
-      sum_macs += layer.macs;
-      layer.out_bytes = layer.new_buffer ? double(batch) * product(layer.out_shape) * act : 0.0;
-      shapes[layer.name] = layer.out_shape;
-      net.layers.push_back(std::move(layer));
+      if (i == 0)
+        read_input(first, in, r);
+      else
+        read_layer(first, in, r);
     } catch (const Error& e) {
-      throw Error(where(file, l.number) + e.what());
+      throw Error(where(file, lines[i].number) + e.what());
     }
   }
-  if (net.layers.empty()) throw Error(std::string(file) + ": no layers after 'input'");
-  return net;
+  if (r.net.layers.empty()) throw Error(std::string(file) + ": no layers after 'input'");
+  return std::move(r.net);
 }
 
 Network load_network(std::string_view name, int64_t batch, DType dt) {

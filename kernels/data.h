@@ -55,7 +55,8 @@ struct Network {
 //   input c=3 h=224 w=224 | input c=4096 | input t=35 (a sequence of token ids)
 //   <name> <kind> key=value ...
 // Op layers take the keys of a problem line without the ones the previous layer
-// determines (mb and the input sizes); given anyway, they must agree.
+// determines (mb and the input sizes, as the op's OpTraits derive them); given anyway,
+// they must agree.
 Network parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt);
 Network load_network(std::string_view name, int64_t batch, DType dt);
 

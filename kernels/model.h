@@ -3,7 +3,9 @@
 // MACs count multiply-adds of the layer's products only (1 MAC = the seed notes'
 // "flop"; FLOPs = 2·MACs): bias adds, activations and the LSTM cell's element-wise
 // work are not counted, as in the papers' tables. Bytes use each argument's storage
-// (storage_of). Memory:
+// (storage_of). Parameters are an op's inputs without a batch axis, its input
+// activations the batched ones (the arguments its OpTraits declare); the MACs are the
+// op's own (kernels/ops/). Memory:
 //   inference = parameters + input + output (+ the second buffer of a separate ReLU);
 //   training  = parameters + their gradients + the input kept for the backward pass
 //               + output (+ separate ReLU output; an in-place ReLU needs none, since
@@ -33,7 +35,8 @@ struct Model {
 
 Model model(const Problem& p);
 
-// The layer type used in tables: dense, conv, depthwise, pointwise (1×1, g=1) or lstm.
+// The layer type used in tables (the op's traits): dense, conv, depthwise, pointwise
+// (1×1, g=1) or lstm.
 std::string layer_type(const Problem& p);
 
 }  // namespace lb

@@ -5,10 +5,11 @@
 //   lstm   mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none
 //
 // Keys may come in any order; print() writes them in the order above. Optional keys
-// and their defaults: dt=f32, relu=none, name= (empty); conv2d sh=1 ph=0 g=1 dh=1,
-// sw=sh, pw=ph, dw=dh (sw, pw, dh, dw are printed only when they differ from their
-// default); lstm l=1. parse(print(p)) == p for every valid p. Every error names
-// the op and the token and says what was expected, e.g. "conv2d: kh=0: must be >= 1".
+// and their defaults: dt=f32, relu=none, name= (empty), and the op's own, which its key
+// table declares with the rest of the op's facts in kernels/ops/<op>.cpp (OpTraits; e.g.
+// conv2d sw defaults to sh and is printed only when it differs). parse(print(p)) == p
+// for every valid p. Every error names the op and the token and says what was expected,
+// e.g. "conv2d: kh=0: must be >= 1".
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,9 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/ops/conv2d.h"
+#include "kernels/ops/dense.h"
+#include "kernels/ops/lstm.h"
 
 namespace lb {
 
@@ -32,31 +36,6 @@ enum class Relu { none, separate, inplace, fused };
 inline constexpr Relu kAllRelus[] = {Relu::none, Relu::separate, Relu::inplace, Relu::fused};
 std::string_view name(Relu r);
 Relu parse_relu(std::string_view token);
-
-// y = x·Wᵀ + b.  x is MB×IC, W is OC×IC, b is OC, y is MB×OC (all row-major).
-struct Dense {
-  int64_t mb = 1, ic = 1, oc = 1;
-  bool operator==(const Dense&) const = default;
-};
-
-// Cross-correlation, NCHW. x is MB×IC×IH×IW, W is OC×(IC/G)×KH×KW, b is OC,
-// y is MB×OC×OH×OW with OH = (IH + 2·PH - ((KH-1)·DH + 1)) / SH + 1 (likewise OW).
-// Depthwise when G = IC = OC.
-struct Conv2d {
-  int64_t mb = 1, ic = 1, ih = 1, iw = 1, oc = 1, kh = 1, kw = 1;
-  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, g = 1;
-  int64_t oh() const { return (ih + 2 * ph - ((kh - 1) * dh + 1)) / sh + 1; }
-  int64_t ow() const { return (iw + 2 * pw - ((kw - 1) * dw + 1)) / sw + 1; }
-  bool depthwise() const { return g > 1 && g == ic && g == oc; }
-  bool operator==(const Conv2d&) const = default;
-};
-
-// L stacked unidirectional LSTM layers over T steps, batch MB, input size IC,
-// hidden size HC. Equations and tensor layouts: kernels/ref/lstm.cpp.
-struct Lstm {
-  int64_t mb = 1, t = 1, ic = 1, hc = 1, l = 1;
-  bool operator==(const Lstm&) const = default;
-};
 
 struct Problem {
   std::variant<Dense, Conv2d, Lstm> shape;

@@ -1,18 +1,16 @@
 #include "kernels/tensor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 
 namespace lb {
 namespace {
-
-std::atomic<size_t> g_live_bytes{0};
 
 constexpr uint32_t kPoisonF32 = 0x7fc0deadu;  // a quiet NaN with a payload no arithmetic makes
 constexpr uint16_t kPoisonF16 = 0x7e5au;
@@ -91,18 +89,11 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
   const size_t padded = (bytes() + 63) / 64 * 64;
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded ? padded : 64));
   if (!p) throw std::bad_alloc();
-  data_ = std::unique_ptr<std::byte[], Free>(p, Free{padded});
-  g_live_bytes += padded;
+  data_.reset(p);
 }
 
 void Tensor::Free::operator()(std::byte* p) const {
-  if (!p) return;
-  g_live_bytes -= bytes;
   std::free(p);
-}
-
-size_t Tensor::live_bytes() {
-  return g_live_bytes.load();
 }
 
 double Tensor::load(int64_t i) const {
@@ -169,8 +160,10 @@ size_t TensorSet::bytes() const {
 }
 
 std::vector<Arg> input_args(Op op) {
-  if (op == Op::lstm) return {Arg::src, Arg::wei, Arg::wei_iter, Arg::bias, Arg::src_iter, Arg::src_iter_c};
-  return {Arg::src, Arg::wei, Arg::bias};
+  std::vector<Arg> args;
+  for (const ArgSpec& a : traits(op).inputs)
+    args.push_back(a.arg);
+  return args;
 }
 
 std::vector<Arg> output_args(const Problem& p) {
@@ -179,49 +172,24 @@ std::vector<Arg> output_args(const Problem& p) {
 }
 
 TensorSet make_tensors(const Problem& p) {
-  std::vector<std::pair<Arg, std::vector<int64_t>>> shapes;
-  switch (p.op()) {
-    case Op::dense: {
-      const Dense& d = p.dense();
-      shapes = {{Arg::src, {d.mb, d.ic}}, {Arg::wei, {d.oc, d.ic}}, {Arg::bias, {d.oc}}};
-      break;
-    }
-    case Op::conv2d: {
-      const Conv2d& c = p.conv();
-      shapes = {{Arg::src, {c.mb, c.ic, c.ih, c.iw}},
-                {Arg::wei, {c.oc, c.ic / c.g, c.kh, c.kw}},
-                {Arg::bias, {c.oc}}};
-      break;
-    }
-    case Op::lstm: {
-      const Lstm& s = p.lstm();
-      const int64_t g = 4 * s.hc;  // four gates
-      shapes = {{Arg::src, {s.t, s.mb, s.ic}},      {Arg::wei, {g * s.ic + (s.l - 1) * g * s.hc}},
-                {Arg::wei_iter, {s.l, g, s.hc}},    {Arg::bias, {s.l, g}},
-                {Arg::src_iter, {s.l, s.mb, s.hc}}, {Arg::src_iter_c, {s.l, s.mb, s.hc}}};
-      break;
-    }
-  }
-  shapes.emplace_back(Arg::dst, output_dims(p));
-  if (p.relu == Relu::separate) shapes.emplace_back(Arg::relu_dst, output_dims(p));
   TensorSet ts;
-  for (auto& [arg, dims] : shapes) {
+  auto add = [&ts, &p](Arg arg, std::vector<int64_t> dims) {
     const Storage s = storage_of(p.dt, arg);
     const double scale = (s == Storage::u8 || s == Storage::s8) ? kIntScale : 1.0;
     ts.set(arg, Tensor(s, std::move(dims), scale));
-  }
+  };
+  for (const ArgSpec& a : traits(p.op()).inputs)
+    add(a.arg, a.dims(p));
+  for (Arg a : output_args(p))
+    add(a, output_dims(p));
   return ts;
 }
 
 void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
-  for (Arg a : input_args(p.op())) {
-    Tensor& t = ts.at(a);
-    Rng rng{seed * 0x100000001b3ull + uint64_t(a) * 0x9e3779b97f4a7c15ull};
-    double amplitude = 1.0;
-    if (p.op() == Op::lstm && (a == Arg::wei || a == Arg::wei_iter || a == Arg::bias)) {
-      const Lstm& s = p.lstm();
-      amplitude = 1.0 / std::sqrt(double(std::max(s.ic, s.hc) + s.hc));
-    }
+  for (const ArgSpec& spec : traits(p.op()).inputs) {
+    Tensor& t = ts.at(spec.arg);
+    Rng rng{seed * 0x100000001b3ull + uint64_t(spec.arg) * 0x9e3779b97f4a7c15ull};
+    const double amplitude = spec.amplitude ? spec.amplitude(p) : 1.0;
     switch (t.storage()) {
       case Storage::u8:
         for (int64_t i = 0; i < t.elements(); ++i)
@@ -249,13 +217,15 @@ uint64_t digest(const Tensor& t) {
     h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 29;
   }
-  for (; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  for (; i < n; ++i)
+    h = (h ^ bytes[i]) * 0x100000001b3ull;
   return h;
 }
 
 InputDigests input_digests(const TensorSet& ts, Op op) {
   InputDigests d{};
-  for (Arg a : input_args(op)) d[int(a)] = digest(ts.at(a));
+  for (Arg a : input_args(op))
+    d[int(a)] = digest(ts.at(a));
   return d;
 }
 

@@ -63,19 +63,15 @@ class Tensor {
 
   Tensor clone() const;
 
-  // Bytes held by all live Tensors of this process (the "our tensors" part of host peaks).
-  static size_t live_bytes();
-
  private:
-  struct Free {
-    size_t bytes;
+  struct Free {  // aligned_alloc's memory goes back through free()
     void operator()(std::byte* p) const;
   };
   Storage storage_ = Storage::f32;
   std::vector<int64_t> dims_;
   int64_t elements_ = 0;
   double scale_ = 1.0;
-  std::unique_ptr<std::byte[], Free> data_{nullptr, Free{0}};
+  std::unique_ptr<std::byte[], Free> data_;
 };
 
 class TensorSet {
@@ -91,16 +87,18 @@ class TensorSet {
 };
 
 // The inputs of an op (what fill() writes) and the outputs of a problem (what a
-// kernel must write and verification compares).
+// kernel must write and verification compares). Each op's arguments, their dims and
+// batch axes: its OpTraits (kernels/ops/).
 std::vector<Arg> input_args(Op op);
 std::vector<Arg> output_args(const Problem& p);
 
 // Allocates every argument of `p`, uninitialised.
 TensorSet make_tensors(const Problem& p);
 
-// Seeded, never-zero random inputs: floats uniform in [-1, 1) (LSTM weights scaled
-// by 1/sqrt(fan-in) so gates do not saturate), integers small enough that int32
-// accumulation is exact. The same seed gives the same values on every machine.
+// Seeded, never-zero random inputs: floats uniform in [-1, 1) times the amplitude the
+// op's traits give each input (LSTM weights: 1/sqrt(fan-in), so gates do not saturate),
+// integers small enough that int32 accumulation is exact. The same seed gives the same
+// values on every machine.
 void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed);
 
 // A 64-bit digest of a tensor's bytes (fast: 8 bytes a step), to tell later whether a

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 
 namespace lb {
 namespace {
@@ -154,6 +155,30 @@ TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
   EXPECT_EQ(error_of("dense mb=2147483647 ic=2147483647 oc=2147483647"),
             "dense: problem too large (more than 2^62 elements or MACs)");
   EXPECT_EQ(error_of("lstm mb=1 t=0 ic=1 hc=1"), "lstm: t=0: must be >= 1");
+}
+
+// Each op's traits agree with themselves: its probes are problems of that op that
+// round-trip, and every argument's batch axis lies within its dims and holds mb.
+TEST(OpTraits, ProbesAndBatchAxesAgree) {
+  for (Op op : kAllOps) {
+    const OpTraits& t = traits(op);
+    EXPECT_EQ(t.op, op);
+    EXPECT_EQ(t.name, name(op));
+    EXPECT_FALSE(t.probes.empty()) << t.name;
+    for (std::string_view line : t.probes) {
+      const Problem p = parse_problem(line);
+      EXPECT_EQ(p.op(), op) << line;
+      EXPECT_EQ(parse_problem(print(p)), p) << line;
+      std::vector<ArgSpec> args = t.inputs;
+      args.push_back(t.output);
+      for (const ArgSpec& a : args) {
+        if (a.batch_axis < 0) continue;
+        const std::vector<int64_t> dims = a.dims(p);
+        ASSERT_LT(size_t(a.batch_axis), dims.size()) << line << " " << name(a.arg);
+        EXPECT_EQ(dims[a.batch_axis], p.batch()) << line << " " << name(a.arg);
+      }
+    }
+  }
 }
 
 }  // namespace

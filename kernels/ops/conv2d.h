@@ -1,0 +1,20 @@
+// The conv2d op's shape. Its keys, arguments, model and network derivation: conv2d.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace lb {
+
+// Cross-correlation, NCHW. x is MB×IC×IH×IW, W is OC×(IC/G)×KH×KW, b is OC,
+// y is MB×OC×OH×OW with OH = (IH + 2·PH - ((KH-1)·DH + 1)) / SH + 1 (likewise OW).
+// Depthwise when G = IC = OC.
+struct Conv2d {
+  int64_t mb = 1, ic = 1, ih = 1, iw = 1, oc = 1, kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, g = 1;
+  int64_t oh() const { return (ih + 2 * ph - ((kh - 1) * dh + 1)) / sh + 1; }
+  int64_t ow() const { return (iw + 2 * pw - ((kw - 1) * dw + 1)) / sw + 1; }
+  bool depthwise() const { return g > 1 && g == ic && g == oc; }
+  bool operator==(const Conv2d&) const = default;
+};
+
+}  // namespace lb

@@ -1,0 +1,83 @@
+// OpTraits: what an op is, in one file per op (dense.cpp, conv2d.cpp, lstm.cpp, with the
+// shape in dense.h ...): its problem-line keys, its arguments (dims, batch axis, fill),
+// output dims, accumulation length, the op-specific part of the model, the probes `list`
+// runs, its table type and how a network layer of it follows from the previous layer.
+// Problems (problem.cpp), tensors (tensor.cpp), verification, the model, `list` and
+// networks (data.cpp) loop over these, so adding a key or a fact to an op touches that
+// op's files only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kernels/ops/keys.h"
+#include "kernels/problem.h"
+#include "kernels/tensor.h"
+
+namespace lb {
+
+using Dims = std::vector<int64_t>;
+
+// One argument of an op: which, its dims for a problem, and the axis that indexes the
+// batch (-1 for weights and biases, the same for every sample). Inputs also give the
+// amplitude of their seeded float fill, uniform in [-amplitude, amplitude).
+struct ArgSpec {
+  Arg arg;
+  int batch_axis;
+  Dims (*dims)(const Problem& p);
+  double (*amplitude)(const Problem& p) = nullptr;  // nullptr: 1
+};
+
+// `key=value` pairs of a problem line that a network computes rather than reads.
+using DerivedKeys = std::vector<std::pair<std::string_view, int64_t>>;
+
+// How a network layer of an op follows from the layer before it.
+struct LayerDerivation {
+  std::vector<size_t> ranks;  // the per-sample input ranks the op takes
+  std::string_view input;     // what they are, for the error when the rank is another
+  // The keys the previous layer's per-sample shape `in` and the batch determine (mb
+  // included), for an `in` of one of `ranks`.
+  DerivedKeys (*keys)(const Dims& in, int64_t batch);
+  Dims (*out_shape)(const Problem& p, const Dims& in);  // the layer's per-sample output
+};
+
+struct OpTraits {
+  Op op;
+  std::string_view name;  // the op's token in problem lines, kernel ids and network files
+
+  // The problem line. parse takes the op's keys out of kv (every key but dt, relu and
+  // name), validates them and sets p.shape, or throws lb::Error naming the token;
+  // print appends the keys in canonical order (" mb=32 ic=4096 oc=4096").
+  void (*parse)(KeyValues& kv, Problem& p);
+  void (*print)(const Problem& p, std::string& out);
+
+  // The arguments: inputs in fill order, and the output, dst (relu_dst, which
+  // relu=separate adds, is alike).
+  std::vector<ArgSpec> inputs;
+  ArgSpec output;
+
+  // Products summed into one output value; verification's tolerance grows with it.
+  int64_t (*accumulation_length)(const Problem& p);
+  // The multiply-adds of the layer's products: the model's op-specific part (parameters
+  // and bytes follow from the arguments).
+  int64_t (*macs)(const Problem& p);
+  // The layer type in tables: the op's name, or a finer kind (conv2d: depthwise, pointwise).
+  std::string_view (*layer_type)(const Problem& p);
+  // Small problem lines, without dt, on which `list` probes the dtypes of a kernel: a
+  // dtype counts when any probe is supported (a depthwise-only kernel declines the rest).
+  std::vector<std::string_view> probes;
+
+  LayerDerivation layer;
+};
+
+const OpTraits& traits(Op op);
+
+// One per op file; everything else asks traits(op).
+const OpTraits& dense_traits();
+const OpTraits& conv2d_traits();
+const OpTraits& lstm_traits();
+
+}  // namespace lb
