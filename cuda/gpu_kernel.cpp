@@ -1,6 +1,7 @@
 #include "cuda/gpu_kernel.h"
 
 #include "cuda/check.h"
+#include "cuda/elementwise.h"
 #include "cuda/runtime.h"
 
 namespace lb::cuda {
@@ -16,6 +17,7 @@ std::string GpuKernel::gpu_unusable(int min_sm) {
 
 void GpuKernel::upload(const Problem& p, const TensorSet& ts) {
   problem_ = p;
+  dst_elements_ = ts.at(Arg::dst).elements();
   for (int i = 0; i < kNumArgs; ++i) {
     const Arg a = Arg(i);
     if (!ts.has(a)) {
@@ -26,6 +28,12 @@ void GpuKernel::upload(const Problem& p, const TensorSet& ts) {
     devices_[i] = DeviceBuffer(t.bytes());
     LB_CUDA_CHECK(cudaMemcpy(devices_[i].get(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
   }
+}
+
+void GpuKernel::relu_pass() const {
+  if (problem_.relu != Relu::inplace && problem_.relu != Relu::separate) return;
+  const Arg out = problem_.relu == Relu::inplace ? Arg::dst : Arg::relu_dst;
+  relu(dev(Arg::dst), dev(out), dst_elements_, storage_of(problem_.dt, Arg::dst));
 }
 
 void GpuKernel::finish(TensorSet& ts) {

@@ -1,7 +1,8 @@
-// The shared part of every GPU kernel: device copies of the host tensors. prepare()
-// uploads every argument, outputs included (the harness poisons them first, so an
-// output element the kernel never writes still holds the poison when it comes back);
-// finish() waits and downloads the outputs. run() of a subclass only launches.
+// The shared part of every GPU kernel: device copies of the host tensors, and the ReLU pass
+// of relu=inplace/separate. prepare() uploads every argument, outputs included (the harness
+// poisons them first, so an output element the kernel never writes still holds the poison
+// when it comes back); finish() waits and downloads the outputs. run() of a subclass only
+// launches.
 #pragma once
 
 #include <array>
@@ -24,11 +25,18 @@ class GpuKernel : public Kernel {
   // Allocates and uploads a device copy of every argument of p.
   void upload(const Problem& p, const TensorSet& ts);
   void* dev(Arg a) const { return devices_[int(a)].get(); }
+  // The element-wise pass after the layer, as the modes are defined (problem.h):
+  // relu=inplace dst := max(dst, 0), relu=separate relu_dst := max(dst, 0); nothing for
+  // none and fused (the kernel's epilogue). Launches on the default stream, asynchronous.
+  void relu_pass() const;
 
   Problem problem_;
   std::array<DeviceBuffer, kNumArgs> devices_;
   DeviceBuffer workspace_;  // the library's workspace, sized in prepare()
   size_t extra_bytes_ = 0;  // other device memory a subclass holds (converted bias, ...)
+
+ private:
+  int64_t dst_elements_ = 0;
 };
 
 }  // namespace lb::cuda

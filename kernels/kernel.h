@@ -8,6 +8,7 @@
 // outputs back into the host tensors (untimed), so verification reads them.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -28,7 +29,8 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   // Empty when the problem is supported, else one line saying why not
-  // ("f8 needs Hopper tensor cores"). Never throws for a valid problem.
+  // ("f8 needs Hopper tensor cores"). Never throws for a valid problem. The reason is bare:
+  // KernelEntry::supports() (registry.h) puts the backend's name in front of it.
   virtual std::string supports(const Problem& p) const = 0;
   // Untimed set-up. May read the inputs (e.g. pack weights); must not write outputs.
   virtual void prepare(const Problem& p, TensorSet& ts, const Context& ctx) = 0;
@@ -47,7 +49,16 @@ class Kernel {
   virtual size_t scratch_bytes() const { return 0; }
 };
 
-// A kernel's identity and description, given once at registration.
+// Empty when p's dtype is one of `allowed`, else the reason, one line naming the dtype and
+// the list ("dt=bf16 not supported (f32, i8 only)"). The dtype check of every supports();
+// a backend adds its own sentence where it knows more (Eigen's bf16 accumulates in bf16).
+std::string require_dtypes(const Problem& p, std::initializer_list<DType> allowed);
+
+// A kernel's identity and description, given once at registration (a backend's
+// register.cpp) with designated initialisers, naming every field that differs from its
+// default here:
+//   r.add({.id = "dense.cuda.01_naive", .device = Device::gpu, .idea = "...", .accumulation = "f32",
+//          .opt_in = true}, [] { return make_sgemm_dense(sgemm_01_naive); });
 struct KernelInfo {
   std::string id;  // <op>.<backend>.<variant>, e.g. "dense.ref.loops"
   Device device = Device::cpu;

@@ -19,9 +19,18 @@ std::string_view KernelEntry::backend() const {
   return std::string_view(info.id).substr(a + 1, info.id.find('.', a + 1) - a - 1);
 }
 
+std::string require_dtypes(const Problem& p, std::initializer_list<DType> allowed) {
+  if (std::find(allowed.begin(), allowed.end(), p.dt) != allowed.end()) return {};
+  std::string list;
+  for (DType d : allowed)
+    list += (list.empty() ? "" : ", ") + std::string(name(d));
+  return "dt=" + std::string(name(p.dt)) + " not supported (" + list + " only)";
+}
+
 std::string KernelEntry::supports(const Problem& p) const {
-  if (op_name() != name(p.op())) return std::string(info.id) + " computes " + std::string(op_name());
-  return make()->supports(p);
+  std::string why = op_name() != name(p.op()) ? info.id + " computes " + std::string(op_name()) : make()->supports(p);
+  // Kernels give bare reasons; the backend's name goes in front here, once for all of them.
+  return why.empty() ? why : std::string(backend()) + ": " + why;
 }
 
 void Registry::add(KernelInfo info, std::function<std::unique_ptr<Kernel>()> make) {

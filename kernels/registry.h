@@ -1,6 +1,7 @@
 // The registry: every kernel id, its description and a factory. Each backend has one
-// explicit registration function, listed in register_all() (registry.cpp); no
-// self-registering statics, which a static library's linker would drop.
+// explicit registration function, in its folder's register.cpp (a flat list of
+// r.add({...}, factory) lines: the ids live there only), all of them called by registry()
+// (backends.cpp); no self-registering statics, which a static library's linker would drop.
 #pragma once
 
 #include <functional>
@@ -19,7 +20,8 @@ struct KernelEntry {
   // Derived from the id: "<op>.<backend>.<variant>".
   std::string_view op_name() const;
   std::string_view backend() const;
-  // Empty when the kernel handles `p`, else why not (wrong op included).
+  // Empty when the kernel handles `p`, else why not (wrong op included), as one line
+  // "<backend>: <the kernel's reason>".
   std::string supports(const Problem& p) const;
 };
 

@@ -15,9 +15,8 @@
 #include <vector>
 
 #include "cuda/check.h"
-#include "cuda/elementwise.h"
+#include "cuda/cublas/kernels.h"
 #include "cuda/gpu_kernel.h"
-#include "kernels/registry.h"
 
 namespace lb::cuda {
 namespace {
@@ -46,7 +45,9 @@ cudaDataType_t cuda_type(Storage s) {
 class CublasLtDense final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt == DType::i8) return "cuBLASLt multiplies s8 x s8; int8 problems are u8 activations x s8 weights";
+    if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::f8});
+        !why.empty())
+      return why + ": cuBLASLt multiplies s8 x s8; int8 problems are u8 activations x s8 weights";
     return gpu_unusable(p.dt == DType::f8 ? 89 : 0);
   }
 
@@ -123,10 +124,7 @@ class CublasLtDense final : public GpuKernel {
     LB_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), desc_, &alpha, dev(Arg::wei), a_, dev(Arg::src), b_, &beta,
                                    dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_, workspace_.get(), workspace_.bytes(),
                                    0));
-    const int64_t n = problem_.dense().mb * problem_.dense().oc;
-    const Storage out = storage_of(problem_.dt, Arg::dst);
-    if (problem_.relu == Relu::inplace) relu(dev(Arg::dst), dev(Arg::dst), n, out);
-    if (problem_.relu == Relu::separate) relu(dev(Arg::dst), dev(Arg::relu_dst), n, out);
+    relu_pass();
   }
 
   void release() override {
@@ -153,9 +151,8 @@ class CublasLtDense final : public GpuKernel {
 
 }  // namespace
 
-void register_cublas(Registry& r) {
-  r.add({"dense.cublas.lt", Device::gpu, "cuBLASLt matmul, TN layout, bias (+ReLU) in the epilogue", "f32 (tf32/f16/bf16/fp8 inputs)"},
-        [] { return std::make_unique<CublasLtDense>(); });
+std::unique_ptr<Kernel> make_cublas_dense() {
+  return std::make_unique<CublasLtDense>();
 }
 
 }  // namespace lb::cuda

@@ -28,16 +28,11 @@ DeviceBuffer converted_copy(const Tensor& host, Storage to) {
   return d;
 }
 
-std::string cudnn_supports_dtype(DType dt) {
-  switch (dt) {
-    case DType::f32:
-    case DType::tf32:
-    case DType::f16:
-    case DType::bf16: return {};
-    case DType::i8: return "cuDNN's int8 convolutions take s8 activations; int8 problems are u8 x s8";
-    case DType::f8: return "cuDNN's legacy API has no fp8";
-  }
-  return "unknown dtype";
+std::string cudnn_dtype_reason(const Problem& p) {
+  std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16});
+  if (p.dt == DType::i8) why += ": cuDNN's int8 convolutions take s8 activations; int8 problems are u8 x s8";
+  if (p.dt == DType::f8) why += ": cuDNN's legacy API has no fp8";
+  return why;
 }
 
 }  // namespace lb::cuda

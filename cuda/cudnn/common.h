@@ -4,6 +4,7 @@
 
 #include "cuda/check.h"
 #include "cuda/memory.h"
+#include "kernels/kernel.h"
 #include "kernels/tensor.h"
 
 namespace lb::cuda {
@@ -15,7 +16,8 @@ cudnnDataType_t cudnn_type(Storage s);
 // the data type cuDNN computes in).
 DeviceBuffer converted_copy(const Tensor& host, Storage to);
 
-// Dtypes the cuDNN kernels offer, with the reason for the others.
-std::string cudnn_supports_dtype(DType dt);
+// Empty when the cuDNN kernels offer p's dtype, else require_dtypes()' reason and what
+// cuDNN lacks.
+std::string cudnn_dtype_reason(const Problem& p);
 
 }  // namespace lb::cuda

@@ -13,8 +13,8 @@
 #include <memory>
 
 #include "cuda/cudnn/common.h"
+#include "cuda/cudnn/kernels.h"
 #include "cuda/gpu_kernel.h"
-#include "kernels/registry.h"
 
 namespace lb::cuda {
 namespace {
@@ -38,7 +38,7 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
 class CudnnConv2d final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = cudnn_supports_dtype(p.dt); !why.empty()) return why;
+    if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
     return gpu_unusable();
   }
 
@@ -145,10 +145,8 @@ class CudnnConv2d final : public GpuKernel {
 
 }  // namespace
 
-void register_cudnn_conv2d(Registry& r) {
-  r.add({"conv2d.cudnn.default", Device::gpu, "cuDNN heuristics' algorithm; fused conv+bias+ReLU when asked",
-         "f32 (tf32/f16/bf16 tensor cores)"},
-        [] { return std::make_unique<CudnnConv2d>(); });
+std::unique_ptr<Kernel> make_cudnn_conv2d() {
+  return std::make_unique<CudnnConv2d>();
 }
 
 }  // namespace lb::cuda

@@ -16,9 +16,8 @@
 #include <vector>
 
 #include "cuda/cudnn/common.h"
-#include "cuda/elementwise.h"
+#include "cuda/cudnn/kernels.h"
 #include "cuda/gpu_kernel.h"
-#include "kernels/registry.h"
 
 namespace lb::cuda {
 namespace {
@@ -26,7 +25,7 @@ namespace {
 class CudnnLstm final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = cudnn_supports_dtype(p.dt); !why.empty()) return why;
+    if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
     if (p.relu == Relu::fused) return "cuDNN's RNN API has no fused ReLU on its output";
     return gpu_unusable();
   }
@@ -86,11 +85,7 @@ class CudnnLstm final : public GpuKernel {
                                    dev(Arg::src), y_, dev(Arg::dst), state_, dev(Arg::src_iter), nullptr, state_, cx,
                                    nullptr, weight_bytes_, weights_.get(), workspace_.bytes(), workspace_.get(), 0,
                                    nullptr));
-    const Lstm& s = problem_.lstm();
-    const int64_t n = s.t * s.mb * s.hc;
-    const Storage out = storage_of(problem_.dt, Arg::dst);
-    if (problem_.relu == Relu::inplace) relu(dev(Arg::dst), dev(Arg::dst), n, out);
-    if (problem_.relu == Relu::separate) relu(dev(Arg::dst), dev(Arg::relu_dst), n, out);
+    relu_pass();
   }
 
   void release() override {
@@ -176,10 +171,8 @@ class CudnnLstm final : public GpuKernel {
 
 }  // namespace
 
-void register_cudnn_lstm(Registry& r) {
-  r.add({"lstm.cudnn.default", Device::gpu, "cuDNN RNN forward (inference), our weights copied into its weight space",
-         "f32 (tf32/f16/bf16 tensor cores)"},
-        [] { return std::make_unique<CudnnLstm>(); });
+std::unique_ptr<Kernel> make_cudnn_lstm() {
+  return std::make_unique<CudnnLstm>();
 }
 
 }  // namespace lb::cuda

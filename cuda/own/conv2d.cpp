@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "cuda/check.h"
-#include "cuda/elementwise.h"
 #include "cuda/gpu_kernel.h"
 #include "cuda/own/host.h"
 
@@ -29,10 +28,7 @@ class OwnConv2d : public GpuKernel {
  public:
   void run(TensorSet&) override {
     launch(args());
-    const Conv2d& c = problem_.conv();
-    const int64_t n = c.mb * c.oc * c.oh() * c.ow();
-    if (problem_.relu == Relu::inplace) relu(dev(Arg::dst), dev(Arg::dst), n, Storage::f32);
-    if (problem_.relu == Relu::separate) relu(dev(Arg::dst), dev(Arg::relu_dst), n, Storage::f32);
+    relu_pass();
   }
 
  protected:
@@ -62,7 +58,7 @@ class OwnConv2d : public GpuKernel {
 class ImplicitGemmConv2d final : public OwnConv2d {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt != DType::f32) return "f32 only";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
     const Conv2d& c = p.conv();
     if (std::string why = conv_limits(c); !why.empty()) return why;
     if (c.g > 65535) return "g > 65535: groups go on grid.z";
@@ -99,7 +95,7 @@ class ImplicitGemmConv2d final : public OwnConv2d {
 class DepthwiseConv2d final : public OwnConv2d {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt != DType::f32) return "f32 only";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
     const Conv2d& c = p.conv();
     if (!c.depthwise()) return "not depthwise: needs g = ic = oc > 1 (conv2d.cuda.implicit_gemm takes the rest)";
     if (std::string why = conv_limits(c); !why.empty()) return why;

@@ -81,8 +81,8 @@ int conv2d_depthwise_smem_bytes(const Conv& c) {
   const long long bytes = (long long)sizeof(float) * (win.h * win.w + (long long)c.r * c.s);
   return bytes > kDepthwiseMaxSmem ? kDepthwiseMaxSmem + 1 : int(bytes);  // clamped: over the limit stays over it
 }
-int conv2d_depthwise_tiles_h(const Conv& c) { return (c.p + TILE_H - 1) / TILE_H; }
-int conv2d_depthwise_tiles_w(const Conv& c) { return (c.q + TILE_W - 1) / TILE_W; }
+int conv2d_depthwise_tiles_h(const Conv& c) { return ceil_div(c.p, TILE_H); }
+int conv2d_depthwise_tiles_w(const Conv& c) { return ceil_div(c.q, TILE_W); }
 
 void conv2d_depthwise(const Conv& c) {
   const Window win = window(c);

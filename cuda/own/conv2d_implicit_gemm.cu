@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(THREADS)
 
 void conv2d_implicit_gemm(const Conv& c, const Tap* table) {
   const int pixels = c.n * c.p * c.q, kg = c.k / c.g;
-  const dim3 grid((pixels + BM - 1) / BM, (kg + BN - 1) / BN, c.g);
+  const dim3 grid(ceil_div(pixels, BM), ceil_div(kg, BN), c.g);
   check_grid(grid.x, grid.y, grid.z, "conv2d.cuda.implicit_gemm");
   implicit_gemm_kernel<<<grid, THREADS>>>(c.x, c.w, c.bias, c.y, table, c);
   LB_OWN_LAUNCHED();

@@ -3,7 +3,6 @@
 // step (sgemm_0*.cu) and the tensor-core step (hgemm_08_mma.cu) runs behind the same
 // class: relu=fused goes into the kernel's epilogue; relu=inplace and =separate are the
 // element-wise pass after the product, as the modes are defined (problem.h).
-#include "cuda/elementwise.h"
 #include "cuda/gpu_kernel.h"
 #include "cuda/own/host.h"
 
@@ -38,10 +37,7 @@ class OwnDense : public GpuKernel {
     g.m = int(d.mb), g.n = int(d.oc), g.k = int(d.ic);
     g.relu = problem_.relu == Relu::fused;
     launch(g);
-    const int64_t n = d.mb * d.oc;
-    const Storage out = storage_of(problem_.dt, Arg::dst);
-    if (problem_.relu == Relu::inplace) relu(dev(Arg::dst), dev(Arg::dst), n, out);
-    if (problem_.relu == Relu::separate) relu(dev(Arg::dst), dev(Arg::relu_dst), n, out);
+    relu_pass();
   }
 
  protected:
@@ -53,7 +49,8 @@ class SgemmDense final : public OwnDense {
   explicit SgemmDense(GemmLauncher launch) : launch_(launch) {}
 
   std::string supports(const Problem& p) const override {
-    if (p.dt != DType::f32) return "f32 only (the SGEMM steps); f16/bf16 are dense.cuda.08_mma";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty())
+      return why + ": f16/bf16 are dense.cuda.08_mma's";
     if (std::string why = dense_limits(p.dense()); !why.empty()) return why;
     return gpu_unusable();
   }
@@ -71,7 +68,8 @@ class SgemmDense final : public OwnDense {
 class MmaDense final : public OwnDense {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt != DType::bf16 && p.dt != DType::f16) return "f16 and bf16 only (mma.sync m16n8k16 takes 16-bit inputs)";
+    if (std::string why = require_dtypes(p, {DType::f16, DType::bf16}); !why.empty())
+      return why + ": mma.sync m16n8k16 takes 16-bit inputs";
     if (p.dense().ic % kMmaKMultiple != 0) return "ic % 8 != 0: rows must be whole 16-byte chunks for cp.async";
     if (std::string why = dense_limits(p.dense()); !why.empty()) return why;
     return gpu_unusable(80);  // mma.sync with bf16 needs sm_80 or newer

@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   const int t = threadIdx.x, lane = t % 32, warp = t / 32;
   const int wm0 = warp / WARPS_N * WM, wn0 = warp % WARPS_N * WN;
   const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-  const int ktiles = (K + BK - 1) / BK;
+  const int ktiles = ceil_div(K, BK);
 
   // Issues the copies of K-tile `kt` into stage `s` (no commit).
   auto load_stage = [&](int s, int kt) {
@@ -219,7 +219,7 @@ void hgemm_08_setup() {
 void hgemm_08_mma(const Gemm& g, bool bf16) {
   if (g.k % kMmaKMultiple != 0 || !aligned(g.a, 16) || !aligned(g.b, 16))
     throw Error("dense.cuda.08_mma: needs K % 8 == 0 and 16-byte aligned operands (K = " + std::to_string(g.k) + ")");
-  const dim3 grid((g.m + BM - 1) / BM, (g.n + BN - 1) / BN);
+  const dim3 grid(ceil_div(g.m, BM), ceil_div(g.n, BN));
   check_grid(grid.x, grid.y, 1, "dense.cuda.08_mma");
   const bool pair_store = g.n % 2 == 0 && aligned(g.c, 4);
   if (bf16) {

@@ -19,7 +19,6 @@
 // small batches), tensor cores, streams overlapping independent work.
 // Predicted: 30-60 % of cuDNN f32 at batch 64 (lstm512b64), well under that at batch 1
 // (lstm512b1), where each step is a W_h-sized read from L2 plus two launches.
-#include "cuda/elementwise.h"
 #include "cuda/gpu_kernel.h"
 #include "cuda/own/host.h"
 
@@ -31,7 +30,7 @@ constexpr int64_t kTiledRecurrentFrom = 32;  // batch from which the recurrent G
 class OwnLstm final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt != DType::f32) return "f32 only";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
     const Lstm& s = p.lstm();
     const int64_t G = 4 * s.hc;
     if (std::string why = too_big_for_int({s.t * s.mb * s.ic, s.t * s.mb * G, G * s.ic, G * s.hc * s.l,
@@ -98,9 +97,7 @@ class OwnLstm final : public GpuKernel {
       width = H;
       x = out;
     }
-    const int64_t n = s.t * s.mb * s.hc;
-    if (problem_.relu == Relu::inplace) relu(dst, dst, n, Storage::f32);
-    if (problem_.relu == Relu::separate) relu(dst, dev(Arg::relu_dst), n, Storage::f32);
+    relu_pass();
   }
 
   void release() override {

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(THREADS) cell_kernel(LstmCell a) {
 
 void lstm_cell(const LstmCell& a) {
   const long long units = (long long)a.n * a.h;
-  const long long blocks = (units + THREADS - 1) / THREADS;
+  const long long blocks = ceil_div(units, THREADS);
   check_grid(blocks, 1, 1, "lstm.cuda.default (cell)");
   cell_kernel<<<unsigned(blocks), THREADS>>>(a);
   LB_OWN_LAUNCHED();

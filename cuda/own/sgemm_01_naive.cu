@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(BLOCK * BLOCK)
 }  // namespace
 
 void sgemm_01_naive(const Gemm& g) {
-  const dim3 grid((g.m + BLOCK - 1) / BLOCK, (g.n + BLOCK - 1) / BLOCK);
+  const dim3 grid(ceil_div(g.m, BLOCK), ceil_div(g.n, BLOCK));
   check_grid(grid.x, grid.y, 1, "dense.cuda.01_naive");
   naive_kernel<<<grid, dim3(BLOCK, BLOCK)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b), g.bias,
                                               static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);

@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 }  // namespace
 
 void sgemm_02_coalesced(const Gemm& g) {
-  const long long blocks = ((long long)g.m * g.n + WARPS - 1) / WARPS;
+  const long long blocks = ceil_div((long long)g.m * g.n, WARPS);
   check_grid(blocks, 1, 1, "dense.cuda.02_coalesced");
   coalesced_kernel<<<unsigned(blocks), WARPS * 32>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b),
                                                       g.bias, static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);

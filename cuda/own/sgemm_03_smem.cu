@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(TILE * TILE)
 }  // namespace
 
 void sgemm_03_smem(const Gemm& g) {
-  const dim3 grid((g.m + TILE - 1) / TILE, (g.n + TILE - 1) / TILE);
+  const dim3 grid(ceil_div(g.m, TILE), ceil_div(g.n, TILE));
   check_grid(grid.x, grid.y, 1, "dense.cuda.03_smem");
   smem_kernel<<<grid, dim3(TILE, TILE)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b), g.bias,
                                            static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(THREADS)
 }  // namespace
 
 void sgemm_05_reg2d(const Gemm& g) {
-  const dim3 grid((g.m + BM - 1) / BM, (g.n + BN - 1) / BN);
+  const dim3 grid(ceil_div(g.m, BM), ceil_div(g.n, BN));
   check_grid(grid.x, grid.y, 1, "dense.cuda.05_reg2d");
   reg2d_kernel<<<grid, THREADS>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b), g.bias,
                                   static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);

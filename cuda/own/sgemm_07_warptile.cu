@@ -160,7 +160,7 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 void sgemm_07_warptile(const Gemm& g) {
-  const dim3 grid((g.m + BM - 1) / BM, (g.n + BN - 1) / BN);
+  const dim3 grid(ceil_div(g.m, BM), ceil_div(g.n, BN));
   check_grid(grid.x, grid.y, 1, "dense.cuda.07_warptile");
   const auto* a = static_cast<const float*>(g.a);
   const auto* b = static_cast<const float*>(g.b);

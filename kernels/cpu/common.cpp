@@ -1,29 +1,6 @@
 #include "kernels/cpu/common.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <new>
-
-#include "kernels/dtype.h"
-
 namespace lb::cpu {
-
-std::string dtype_reason(const Problem& p, std::initializer_list<DType> dtypes, std::string_view kernel) {
-  if (std::find(dtypes.begin(), dtypes.end(), p.dt) != dtypes.end()) return {};
-  std::string list;
-  for (DType d : dtypes)
-    list += (list.empty() ? "" : ", ") + std::string(name(d));
-  return "cpu: " + std::string(kernel) + " supports " + list + " only";
-}
-
-void* aligned_zeroed(size_t bytes) {
-  const size_t padded = std::max<size_t>((bytes + 63) / 64 * 64, 64);
-  void* p = std::aligned_alloc(64, padded);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, padded);
-  return p;
-}
 
 void relu_pass(Relu relu, TensorSet& ts, Pool* pool) {
   if (relu != Relu::inplace && relu != Relu::separate) return;

@@ -35,8 +35,8 @@
 
 #include "kernels/common.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cpu/ukernel.h"
-#include "kernels/registry.h"
 
 namespace lb::cpu {
 namespace {
@@ -47,7 +47,7 @@ namespace {
 void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
                   float* dst) {
   const int64_t OW = cv.ow(), IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
-  const int64_t panels = (count + nr - 1) / nr;
+  const int64_t panels = ceil_div(count, nr);
   for (int64_t q = 0; q < panels; ++q) {
     float* d = dst + q * kc * nr;
     const int64_t first = j0 + q * nr, n = std::min<int64_t>(nr, count - q * nr);
@@ -107,8 +107,8 @@ void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, i
 class ImplicitGemmConv final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = dtype_reason(p, {DType::f32}, "conv2d.cpu.default"); !why.empty()) return why;
-    if (p.conv().depthwise()) return "cpu: depthwise convolutions are conv2d.cpu.depthwise's";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
+    if (p.conv().depthwise()) return "depthwise convolutions are conv2d.cpu.depthwise's";
     return {};
   }
 
@@ -134,7 +134,7 @@ class ImplicitGemmConv final : public Kernel {
       phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
       // Borders stay zero; 32 more floats because the micro-kernel reads a whole tile width
       // past the last offset of a narrower tile.
-      padded_ = Buffer<float>(size_t(cv_.sw * cv_.ic * pad_h_ * phase_w_ + kTileWidth));
+      padded_ = AlignedBuffer<float>(size_t(cv_.sw * cv_.ic * pad_h_ * phase_w_ + kTileWidth));
       const int64_t phase = cv_.ic * pad_h_ * phase_w_;
       offsets_.clear();
       for (int64_t c = 0; c < cv_.ic / cv_.g; ++c)
@@ -289,7 +289,7 @@ class ImplicitGemmConv final : public Kernel {
   bool pointwise_ = false;
   bool indirect_ = false;
   int64_t pad_h_ = 0, phase_w_ = 0;
-  Buffer<float> padded_;
+  AlignedBuffer<float> padded_;
   std::vector<int64_t> offsets_;
   std::vector<PixelTile> tiles_;
   std::unique_ptr<Pool> pool_;
@@ -299,12 +299,8 @@ class ImplicitGemmConv final : public Kernel {
 
 }  // namespace
 
-void register_conv2d(Registry& r) {
-  r.add({"conv2d.cpu.default", Device::cpu,
-         "implicit GEMM: indirect from a padded image (unit stride, AVX-512) or im2col into packed panels; "
-         "1x1 as plain GEMM",
-         "f32", true},
-        [] { return std::make_unique<ImplicitGemmConv>(); });
+std::unique_ptr<Kernel> make_conv2d() {
+  return std::make_unique<ImplicitGemmConv>();
 }
 
 }  // namespace lb::cpu

@@ -57,8 +57,8 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/registry.h"
 
 namespace lb::cpu {
 namespace {
@@ -217,7 +217,7 @@ Plan make_plan(const Conv2d& c, Isa isa) {
     }
   }
   // Chunks -2 .. 2·blocks+3 of a row: enough for wide_s2's look-ahead pair.
-  const int64_t blocks = (pl.Q + 15) / 16;
+  const int64_t blocks = ceil_div(pl.Q, 16);
   for (int64_t m = -kChunkBias; m <= 2 * blocks + 3; ++m) {
     uint16_t bits = 0;
     for (int64_t j = 0; j < 16; ++j)
@@ -370,7 +370,7 @@ LB_TARGET_AVX512 inline void store(float* y, __mmask16 m, __m512 v, bool relu) {
 template <int PW>
 LB_TARGET_AVX512 void wide_s1(const Plan& pl, const Planes& io) {
   const int64_t H = pl.c.ih, W = pl.c.iw, P = pl.P, Q = pl.Q, PH = pl.c.ph;
-  const int64_t blocks = (Q + 15) / 16;
+  const int64_t blocks = ceil_div(Q, 16);
   const uint16_t* chunk = pl.chunk_mask.data() + kChunkBias;  // chunk[m], m >= -2
   const __mmask16 last = __mmask16((1u << (Q - 16 * (blocks - 1))) - 1);
   const int64_t C = pl.c.ic, in = pl.c.ih * pl.c.iw, out = pl.P * pl.Q;
@@ -435,7 +435,7 @@ LB_TARGET_AVX512 inline __m512 tap_s2(const __m512 (&e)[3], const __m512 (&o)[3]
 template <int PW>
 LB_TARGET_AVX512 void wide_s2(const Plan& pl, const Planes& io) {
   const int64_t H = pl.c.ih, W = pl.c.iw, P = pl.P, Q = pl.Q, PH = pl.c.ph, SH = pl.c.sh;
-  const int64_t blocks = (Q + 15) / 16;
+  const int64_t blocks = ceil_div(Q, 16);
   const uint16_t* chunk = pl.chunk_mask.data() + kChunkBias;
   const __mmask16 last = __mmask16((1u << (Q - 16 * (blocks - 1))) - 1);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -583,11 +583,10 @@ void planes_scalar(const Plan& pl, const float* x, const float* w, const float* 
 class CpuConv2dDepthwise final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = dtype_reason(p, {DType::f32}, "conv2d.cpu.depthwise"); !why.empty()) return why;
-    if (!p.conv().depthwise())
-      return "cpu: conv2d.cpu.depthwise takes depthwise convolutions (g = ic = oc) only";
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
+    if (!p.conv().depthwise()) return "takes depthwise convolutions (g = ic = oc) only";
     // Gather indices (lane · SW) and the masks' 2L elements are 32-bit.
-    if (p.conv().sw > (int64_t(1) << 24)) return "cpu: conv2d.cpu.depthwise: sw too large";
+    if (p.conv().sw > (int64_t(1) << 24)) return "sw > 2^24: gather indices are 32-bit";
     return {};
   }
 
@@ -595,7 +594,7 @@ class CpuConv2dDepthwise final : public Kernel {
     relu_ = p.relu;
     isa_ = best_isa();
     plan_ = make_plan(p.conv(), isa_);
-    zero_ = Buffer<float>(size_t(p.conv().iw));
+    zero_ = AlignedBuffer<float>(size_t(p.conv().iw));
     pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));
   }
 
@@ -624,7 +623,7 @@ class CpuConv2dDepthwise final : public Kernel {
   void release() override {
     pool_.reset();
     plan_ = Plan();
-    zero_ = Buffer<float>();
+    zero_ = AlignedBuffer<float>();
   }
 
   std::string details() const override {
@@ -641,16 +640,14 @@ class CpuConv2dDepthwise final : public Kernel {
   Relu relu_ = Relu::none;
   Isa isa_ = Isa::scalar;
   Plan plan_;
-  Buffer<float> zero_;
+  AlignedBuffer<float> zero_;
   std::unique_ptr<Pool> pool_;
 };
 
 }  // namespace
 
-void register_conv2d_depthwise(Registry& r) {
-  r.add({"conv2d.cpu.depthwise", Device::cpu,
-         "direct NCHW kernel, vectorised along the output width with masked loads for padding", "f32", true},
-        [] { return std::make_unique<CpuConv2dDepthwise>(); });
+std::unique_ptr<Kernel> make_depthwise_conv2d() {
+  return std::make_unique<CpuConv2dDepthwise>();
 }
 
 }  // namespace lb::cpu

@@ -22,7 +22,7 @@
 #include <optional>
 
 #include "kernels/cpu/common.h"
-#include "kernels/registry.h"
+#include "kernels/cpu/kernels.h"
 
 namespace lb::cpu {
 namespace {
@@ -33,16 +33,15 @@ class PackedDense final : public Kernel {
   explicit PackedDense(std::optional<Isa> forced) : forced_(forced) {}
 
   std::string supports(const Problem& p) const override {
-    const std::string id = "dense.cpu." + std::string(forced_ ? name(*forced_) : "default");
     if (forced_) {
-      if (!isa_supported(*forced_)) return "cpu: this CPU has no " + std::string(name(*forced_));
-      return dtype_reason(p, {DType::f32}, forced_ == Isa::scalar ? "dense.cpu.packed" : id);
+      if (!isa_supported(*forced_)) return "this CPU has no " + std::string(name(*forced_));
+      return require_dtypes(p, {DType::f32});
     }
-    if (std::string why = dtype_reason(p, {DType::f32, DType::bf16, DType::i8}, id); !why.empty()) return why;
+    if (std::string why = require_dtypes(p, {DType::f32, DType::bf16, DType::i8}); !why.empty()) return why;
     if (p.dt == DType::bf16 && !elem_supported(Elem::bf16))
-      return "cpu: bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
+      return "bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
     if (p.dt == DType::i8 && !elem_supported(Elem::u8s8))
-      return "cpu: int8 needs AVX512_VNNI (vpdpbusd), which this CPU lacks";
+      return "int8 needs AVX512_VNNI (vpdpbusd), which this CPU lacks";
     return {};
   }
 
@@ -60,7 +59,7 @@ class PackedDense final : public Kernel {
       packed_ = pack_lowp_b(elem(), d_.oc, d_.ic, w.data(), d_.ic, 1);
       scale_ = float(ts.at(Arg::src).scale() * w.scale());
       if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, d_.ic))
-        partials_ = Buffer<float>(size_t(d_.mb * d_.oc));
+        partials_ = AlignedBuffer<float>(size_t(d_.mb * d_.oc));
     }
     ws_ = Workspace(isa_, ctx.threads, true, false);
   }
@@ -112,26 +111,16 @@ class PackedDense final : public Kernel {
   std::unique_ptr<Pool> pool_;
   Packed packed_;
   Workspace ws_;
-  Buffer<float> partials_;
+  AlignedBuffer<float> partials_;
 };
 
 }  // namespace
 
-void register_dense(Registry& r) {
-  KernelInfo packed{"dense.cpu.packed", Device::cpu,
-                    "GEMM step 3: BLIS blocking + packed panels, portable C++ 8x16 micro-kernel", "f32",
-                    true};
-  packed.opt_in = true;
-  r.add(packed, [] { return std::make_unique<PackedDense>(Isa::scalar); });
-  KernelInfo avx2{"dense.cpu.avx2", Device::cpu, "GEMM step 4: packed panels, AVX2 5x16 micro-kernel", "f32",
-                  true};
-  avx2.opt_in = true;
-  r.add(avx2, [] { return std::make_unique<PackedDense>(Isa::avx2); });
-  r.add({"dense.cpu.default", Device::cpu,
-         "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, int8 "
-         "vpdpbusd",
-         "f32 (bf16), s32 (int8)", true},
-        [] { return std::make_unique<PackedDense>(std::nullopt); });
+std::unique_ptr<Kernel> make_packed_dense(Isa isa) {
+  return std::make_unique<PackedDense>(isa);
+}
+std::unique_ptr<Kernel> make_dense() {
+  return std::make_unique<PackedDense>(std::nullopt);
 }
 
 }  // namespace lb::cpu

@@ -6,7 +6,7 @@
 // ≈ 2 GFLOP/s at 4 GHz, < 1 % of the AVX-512 peak). W (OC×IC) is re-read from memory for
 // every row of x once it outgrows the caches. One thread.
 #include "kernels/cpu/common.h"
-#include "kernels/registry.h"
+#include "kernels/cpu/kernels.h"
 
 namespace lb::cpu {
 namespace {
@@ -14,7 +14,7 @@ namespace {
 class NaiveDense final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    return dtype_reason(p, {DType::f32}, "dense.cpu.naive");
+    return require_dtypes(p, {DType::f32});
   }
   void prepare(const Problem& p, TensorSet&, const Context&) override {
     d_ = p.dense();
@@ -43,11 +43,8 @@ class NaiveDense final : public Kernel {
 
 }  // namespace
 
-void register_dense_naive(Registry& r) {
-  KernelInfo info{"dense.cpu.naive", Device::cpu,
-                  "GEMM step 1: three loops, one scalar dot product per output", "f32", false};
-  info.opt_in = true;
-  r.add(info, [] { return std::make_unique<NaiveDense>(); });
+std::unique_ptr<Kernel> make_naive_dense() {
+  return std::make_unique<NaiveDense>();
 }
 
 }  // namespace lb::cpu

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
-#include "kernels/registry.h"
+#include "kernels/cpu/kernels.h"
 
 namespace lb::cpu {
 namespace {
@@ -22,13 +22,13 @@ constexpr int64_t KB = 256;  // rows of Wᵀ per block (JB × KB × 4 B = 256 KB
 class BlockedDense final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    return dtype_reason(p, {DType::f32}, "dense.cpu.blocked");
+    return require_dtypes(p, {DType::f32});
   }
   void prepare(const Problem& p, TensorSet& ts, const Context&) override {
     d_ = p.dense();
     relu_ = p.relu;
     const int64_t N = d_.oc, K = d_.ic;
-    wt_ = Buffer<float>(size_t(K * N));
+    wt_ = AlignedBuffer<float>(size_t(K * N));
     const float* w = ts.at(Arg::wei).as<float>();  // N×K
     for (int64_t j = 0; j < N; ++j)
       for (int64_t k = 0; k < K; ++k)
@@ -69,16 +69,13 @@ class BlockedDense final : public Kernel {
  private:
   Dense d_;
   Relu relu_ = Relu::none;
-  Buffer<float> wt_;
+  AlignedBuffer<float> wt_;
 };
 
 }  // namespace
 
-void register_dense_blocked(Registry& r) {
-  KernelInfo info{"dense.cpu.blocked", Device::cpu,
-                  "GEMM step 2: W transposed once, axpy inner loop along N, L1/L2 blocks", "f32", false};
-  info.opt_in = true;
-  r.add(info, [] { return std::make_unique<BlockedDense>(); });
+std::unique_ptr<Kernel> make_blocked_dense() {
+  return std::make_unique<BlockedDense>();
 }
 
 }  // namespace lb::cpu

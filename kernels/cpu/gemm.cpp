@@ -47,10 +47,6 @@ const Spec& spec_of(Elem e) {
   return e == Elem::bf16 ? kBf16 : kU8s8;
 }
 
-int64_t round_up(int64_t v, int64_t m) {
-  return ceil_div(v, m) * m;
-}
-
 // d[k·R + i] = s[i·rs + k] for i < R, k < kc, with R fixed at compile time.
 template <int R, class T>
 void transpose_rows_fixed(const T* s, int64_t rs, int64_t kc, T* d) {
@@ -79,7 +75,7 @@ void transpose_rows(const T* s, int64_t rs, int64_t kc, int r, T* d) {
 template <class T>
 void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count, int64_t k0, int64_t kc,
                   int64_t k_total, int r, int kg, T* dst) {
-  const int64_t panels = (count + r - 1) / r;
+  const int64_t panels = ceil_div(count, r);
   const int64_t k_valid = std::clamp<int64_t>(k_total - k0, 0, kc);
   for (int64_t q = 0; q < panels; ++q) {
     T* d = dst + q * kc * r;
@@ -280,19 +276,15 @@ Tile f32_tile(Isa isa) {
   return {spec_of(isa).mr, spec_of(isa).nr};
 }
 
-void Packed::Free::operator()(std::byte* p) const {
-  std::free(p);
-}
-
 Packed::Packed(Isa isa, bool side_rows, int64_t n, int64_t k, const Strided& src) {
   const Spec& s = spec_of(isa);
   r_ = side_rows ? s.mr : s.nr;
   n_ = n;
   k_ = k;
   elem_bytes_ = 4;
-  panels_ = (n + r_ - 1) / r_;
-  data_.reset(static_cast<std::byte*>(aligned_zeroed(bytes())));
-  pack_strided(src.p, src.rs, src.cs, 0, n, 0, k, k, int(r_), 1, reinterpret_cast<float*>(data_.get()));
+  panels_ = ceil_div(n, r_);
+  data_ = AlignedBuffer<std::byte>(bytes());
+  pack_strided(src.p, src.rs, src.cs, 0, n, 0, k, k, int(r_), 1, reinterpret_cast<float*>(data_.data()));
 }
 
 struct PackedAccess {
@@ -303,28 +295,24 @@ struct PackedAccess {
     p.n_ = n;
     p.k_ = round_up(k, s.kg);
     p.elem_bytes_ = s.eb;
-    p.panels_ = (n + p.r_ - 1) / p.r_;
-    p.data_.reset(static_cast<std::byte*>(aligned_zeroed(p.bytes())));
+    p.panels_ = ceil_div(n, p.r_);
+    p.data_ = AlignedBuffer<std::byte>(p.bytes());
     if (e == Elem::bf16)
       pack_strided(static_cast<const uint16_t*>(w), rs, cs, 0, n, 0, p.k_, k, s.nr, s.kg,
-                   reinterpret_cast<uint16_t*>(p.data_.get()));
+                   reinterpret_cast<uint16_t*>(p.data_.data()));
     else
       pack_strided(static_cast<const uint8_t*>(w), rs, cs, 0, n, 0, p.k_, k, s.nr, s.kg,
-                   reinterpret_cast<uint8_t*>(p.data_.get()));
+                   reinterpret_cast<uint8_t*>(p.data_.data()));
     return p;
   }
 };
 
 const std::byte* Packed::panel_bytes(int64_t q, int64_t k0) const {
-  return data_.get() + (q * k_ + k0) * r_ * int64_t(elem_bytes_);
+  return data_.data() + (q * k_ + k0) * r_ * int64_t(elem_bytes_);
 }
 
 Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
   return PackedAccess::make(e, n, k, w, rs, cs);
-}
-
-void Workspace::Free::operator()(float* p) const {
-  std::free(p);
 }
 
 Workspace::Workspace(Isa isa, int threads, bool pack_a, bool pack_b, int64_t max_k) {
@@ -334,15 +322,14 @@ Workspace::Workspace(Isa isa, int threads, bool pack_a, bool pack_b, int64_t max
   a_floats_ = pack_a ? std::max<int64_t>(s.mc * s.kc, s.mr * 8192) : 0;
   b_floats_ = pack_b ? s.nc * (max_k >= s.kc ? s.kc : round_up(std::max<int64_t>(max_k, 1), s.kg)) : 0;
   const int64_t per_thread = a_floats_ + b_floats_;
-  bytes_ = size_t(std::max(threads, 1)) * per_thread * sizeof(float);
-  if (bytes_) data_.reset(static_cast<float*>(aligned_zeroed(bytes_)));
+  if (per_thread) data_ = AlignedBuffer<float>(size_t(std::max(threads, 1) * per_thread));
 }
 
 float* Workspace::a(int tid) const {
-  return a_floats_ ? data_.get() + tid * (a_floats_ + b_floats_) : nullptr;
+  return a_floats_ ? data_.data() + tid * (a_floats_ + b_floats_) : nullptr;
 }
 float* Workspace::b(int tid) const {
-  return b_floats_ ? data_.get() + tid * (a_floats_ + b_floats_) + a_floats_ : nullptr;
+  return b_floats_ ? data_.data() + tid * (a_floats_ + b_floats_) + a_floats_ : nullptr;
 }
 
 void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string_view>
 
+#include "kernels/buffer.h"
 #include "kernels/cpu/pool.h"
 
 namespace lb::cpu {
@@ -64,12 +65,9 @@ class Packed {
   size_t bytes() const { return size_t(panels_) * k_ * r_ * elem_bytes_; }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const;
-  };
   int64_t n_ = 0, k_ = 0, r_ = 0, panels_ = 0;  // k_: depth padded to the element's group
   size_t elem_bytes_ = 4;
-  std::unique_ptr<std::byte[], Free> data_;
+  AlignedBuffer<std::byte> data_;
   friend struct PackedAccess;
 };
 
@@ -105,16 +103,12 @@ class Workspace {
   Workspace(Isa isa, int threads, bool pack_a = true, bool pack_b = true, int64_t max_k = INT64_MAX);
   float* a(int tid) const;
   float* b(int tid) const;
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return data_.bytes(); }
   size_t a_bytes() const { return size_t(a_floats_) * sizeof(float); }
 
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
   int64_t a_floats_ = 0, b_floats_ = 0;
-  size_t bytes_ = 0;
-  std::unique_ptr<float[], Free> data_;
+  AlignedBuffer<float> data_;
 };
 
 // C = A·B with the epilogue, on all of `pool`'s threads (nullptr: the caller alone); `ws`

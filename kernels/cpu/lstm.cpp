@@ -57,8 +57,8 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/registry.h"
 
 namespace lb::cpu {
 namespace {
@@ -322,7 +322,7 @@ constexpr int64_t kChunkRows = 128;
 // in partial MR-row tiles over the whole sequence (N = 64, MR = 14: 7 steps, 448 rows, no
 // partial tile), the longest of equals.
 int64_t chunk_steps(int64_t T, int64_t N, int64_t mr) {
-  const auto padded = [&](int64_t rows) { return (rows + mr - 1) / mr * mr; };
+  const auto padded = [&](int64_t rows) { return round_up(rows, mr); };
   int64_t best = 1, best_rows = INT64_MAX;
   for (int64_t steps = 1; steps <= std::min(T, std::max<int64_t>(1, kChunkRows / N)); ++steps) {
     const int64_t rows = T / steps * padded(steps * N) + padded(T % steps * N);
@@ -334,10 +334,9 @@ int64_t chunk_steps(int64_t T, int64_t N, int64_t mr) {
 class CpuLstm final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = dtype_reason(p, {DType::f32, DType::bf16}, "lstm.cpu.default"); !why.empty())
-      return why;
+    if (std::string why = require_dtypes(p, {DType::f32, DType::bf16}); !why.empty()) return why;
     if (p.dt == DType::bf16 && !elem_supported(Elem::bf16))
-      return "cpu: bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
+      return "bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
     return {};
   }
 
@@ -351,7 +350,7 @@ class CpuLstm final : public Kernel {
     barrier_.reset(threads_);
     u_ = isa_ == Isa::avx512 ? Avx512::kLanes : Avx2::kLanes;
     const int64_t T = s_.t, N = s_.mb, H = s_.hc, G = 4 * H;
-    const int64_t blocks = (H + u_ - 1) / u_;
+    const int64_t blocks = ceil_div(H, u_);
 
     // Thread tid owns unit blocks part_[tid] .. part_[tid+1]-1, columns column(part_[tid]) ..
     part_.assign(threads_ + 1, 0);
@@ -375,7 +374,7 @@ class CpuLstm final : public Kernel {
     for (int64_t l = 0; l < s_.l; ++l) {
       Layer& ly = layers_[l];
       ly.width = l == 0 ? s_.ic : H;
-      ly.bias = Buffer<float>(G);
+      ly.bias = AlignedBuffer<float>(G);
       for (int64_t j = 0; j < G; ++j)
         ly.bias.data()[j] = bias[l * G + perm[j]];
       // W_x is stacked: layer 0 is 4H×I, every later layer 4H×H.
@@ -384,19 +383,19 @@ class CpuLstm final : public Kernel {
       ly.wh = pack_slices(wh + l * G * H * elem, H, perm);
     }
     chunk_ = chunk_steps(T, N, f32_tile(isa_).mr);  // bf16 keeps f32's 14-row tile
-    a_ = Buffer<float>(size_t(chunk_ * N * G));
-    c_ = Buffer<float>(size_t(N * H));
+    a_ = AlignedBuffer<float>(size_t(chunk_ * N * G));
+    c_ = AlignedBuffer<float>(size_t(N * H));
     const size_t seq = size_t(T * N * H);
     if (bf16_) {
       for (int tid = 0; tid < threads_; ++tid)  // gemm_lowp runs on thread 0's part of a workspace
         thread_ws_.emplace_back(isa_, 1, true, false);
-      z_ = Buffer<float>(size_t(N * G));
-      if (s_.l > 1 || relu_ == Relu::fused) seq16_[0] = Buffer<uint16_t>(seq);
-      if (s_.l > 1) seq16_[1] = Buffer<uint16_t>(seq);
+      z_ = AlignedBuffer<float>(size_t(N * G));
+      if (s_.l > 1 || relu_ == Relu::fused) seq16_[0] = AlignedBuffer<uint16_t>(seq);
+      if (s_.l > 1) seq16_[1] = AlignedBuffer<uint16_t>(seq);
     } else {
       ws_ = Workspace(isa_, threads_, true, false);
-      if (s_.l > 1 || relu_ == Relu::fused) seq_[0] = Buffer<float>(seq);
-      if (s_.l > 1) seq_[1] = Buffer<float>(seq);
+      if (s_.l > 1 || relu_ == Relu::fused) seq_[0] = AlignedBuffer<float>(seq);
+      if (s_.l > 1) seq_[1] = AlignedBuffer<float>(seq);
     }
   }
 
@@ -421,10 +420,10 @@ class CpuLstm final : public Kernel {
     layers_.clear();
     ws_ = Workspace();
     thread_ws_.clear();
-    for (Buffer<float>* b : {&a_, &z_, &c_, &seq_[0], &seq_[1]})
-      *b = Buffer<float>();
-    seq16_[0] = Buffer<uint16_t>();
-    seq16_[1] = Buffer<uint16_t>();
+    for (AlignedBuffer<float>* b : {&a_, &z_, &c_, &seq_[0], &seq_[1]})
+      *b = AlignedBuffer<float>();
+    seq16_[0] = AlignedBuffer<uint16_t>();
+    seq16_[1] = AlignedBuffer<uint16_t>();
   }
 
   std::string details() const override {
@@ -450,7 +449,7 @@ class CpuLstm final : public Kernel {
  private:
   struct Layer {
     int64_t width = 0;           // I for layer 0, else H
-    Buffer<float> bias;          // 4H, permuted
+    AlignedBuffer<float> bias;          // 4H, permuted
     std::vector<Packed> wx, wh;  // per thread: its columns of W_xᵀ (width × cols), W_hᵀ (H × cols)
   };
 
@@ -565,19 +564,16 @@ class CpuLstm final : public Kernel {
   std::vector<Layer> layers_;
   Workspace ws_;                      // f32: one for all threads (gemm_f32_serial, by tid)
   std::vector<Workspace> thread_ws_;  // bf16: one per thread (gemm_lowp on the caller)
-  Buffer<float> a_, z_, c_, seq_[2];  // A chunk, Z (bf16), c, f32 sequences
-  Buffer<uint16_t> seq16_[2];         // bf16 sequences
+  AlignedBuffer<float> a_, z_, c_, seq_[2];  // A chunk, Z (bf16), c, f32 sequences
+  AlignedBuffer<uint16_t> seq16_[2];         // bf16 sequences
   std::unique_ptr<Pool> pool_;
   Barrier barrier_;
 };
 
 }  // namespace
 
-void register_lstm(Registry& r) {
-  r.add({"lstm.cpu.default", Device::cpu,
-         "hoisted input GEMM; per step a per-thread recurrent GEMM on gate-interleaved columns + fused cell",
-         "f32", true},
-        [] { return std::make_unique<CpuLstm>(); });
+std::unique_ptr<Kernel> make_lstm() {
+  return std::make_unique<CpuLstm>();
 }
 
 }  // namespace lb::cpu

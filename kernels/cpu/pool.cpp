@@ -6,6 +6,8 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/common.h"
+
 namespace lb::cpu {
 namespace {
 
@@ -88,7 +90,7 @@ void Pool::work(int tid) {
 }
 
 Range split(int64_t n, int64_t grain, int tid, int threads) {
-  const int64_t units = (n + grain - 1) / grain;
+  const int64_t units = ceil_div(n, grain);
   const int64_t first = units * tid / threads, last = units * (tid + 1) / threads;
   return {std::min(n, first * grain), std::min(n, last * grain)};
 }

@@ -1,23 +1,59 @@
-// The cpu backend's registration function: one line per kernel lives next to each kernel.
+// Backend `cpu`: our own CPU kernels, one registration line each (the ids live here only).
+// The dense steps 1..5 are the GEMM progression in reading order (dense_1_naive.cpp,
+// dense_2_blocked.cpp, dense.cpp); steps 1..4 lead up to 5 and are opt-in (swept only when
+// asked for by backend or id).
+#include "kernels/cpu/kernels.h"
 #include "kernels/registry.h"
 
 namespace lb {
-namespace cpu {
-void register_dense_naive(Registry& r);
-void register_dense_blocked(Registry& r);
-void register_dense(Registry& r);
-void register_conv2d(Registry& r);
-void register_conv2d_depthwise(Registry& r);
-void register_lstm(Registry& r);
-}  // namespace cpu
 
 void register_cpu(Registry& r) {
-  cpu::register_dense_naive(r);
-  cpu::register_dense_blocked(r);
-  cpu::register_dense(r);
-  cpu::register_conv2d(r);
-  cpu::register_conv2d_depthwise(r);
-  cpu::register_lstm(r);
+  using namespace cpu;
+  r.add({.id = "dense.cpu.naive",
+         .idea = "GEMM step 1: three loops, one scalar dot product per output",
+         .accumulation = "f32",
+         .opt_in = true},
+        [] { return make_naive_dense(); });
+  r.add({.id = "dense.cpu.blocked",
+         .idea = "GEMM step 2: W transposed once, axpy inner loop along N, L1/L2 blocks",
+         .accumulation = "f32",
+         .opt_in = true},
+        [] { return make_blocked_dense(); });
+  r.add({.id = "dense.cpu.packed",
+         .idea = "GEMM step 3: BLIS blocking + packed panels, portable C++ 8x16 micro-kernel",
+         .accumulation = "f32",
+         .multithreaded = true,
+         .opt_in = true},
+        [] { return make_packed_dense(Isa::scalar); });
+  r.add({.id = "dense.cpu.avx2",
+         .idea = "GEMM step 4: packed panels, AVX2 5x16 micro-kernel",
+         .accumulation = "f32",
+         .multithreaded = true,
+         .opt_in = true},
+        [] { return make_packed_dense(Isa::avx2); });
+  r.add({.id = "dense.cpu.default",
+         .idea = "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, "
+                 "int8 vpdpbusd",
+         .accumulation = "f32 (bf16), s32 (int8)",
+         .multithreaded = true},
+        [] { return make_dense(); });
+  r.add({.id = "conv2d.cpu.default",
+         .idea = "implicit GEMM: indirect from a padded image (unit stride, AVX-512) or im2col into packed "
+                 "panels; 1x1 as plain GEMM",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_conv2d(); });
+  r.add({.id = "conv2d.cpu.depthwise",
+         .idea = "direct NCHW kernel, vectorised along the output width with masked loads for padding",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_depthwise_conv2d(); });
+  r.add({.id = "lstm.cpu.default",
+         .idea = "hoisted input GEMM; per step a per-thread recurrent GEMM on gate-interleaved "
+                 "columns + fused cell",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_lstm(); });
 }
 
 }  // namespace lb

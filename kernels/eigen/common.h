@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/buffer.h"
 #include "kernels/kernel.h"
 
 namespace lb::eigen {
@@ -49,7 +50,7 @@ inline Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> contract_dims(Eigen::Inde
   return {Eigen::IndexPair<Eigen::Index>(a, b)};
 }
 
-// Empty for f32, else why not (one line).
+// Empty for f32, else why not: require_dtypes() and why Eigen falls short (one line).
 std::string dtype_reason(const Problem& p);
 
 // Output positions o in [first, last) whose input o·stride - pad + offset lies in [0, n_in).
@@ -60,15 +61,13 @@ Range valid_range(int64_t n_in, int64_t n_out, int64_t stride, int64_t pad, int6
 
 class BlockCache final : public Eigen::Allocator {
  public:
-  ~BlockCache() override;
   void* allocate(size_t bytes) const override;
   void deallocate(void* p) const override;
   size_t bytes() const;
 
  private:
   struct Block {
-    void* p;
-    size_t bytes;
+    AlignedBuffer<std::byte> memory;
     bool used;
   };
   mutable std::mutex mu_;  // the contraction may allocate from worker threads
@@ -130,21 +129,5 @@ void row_gemv(const Threads& threads, const float* w, int64_t n, int64_t k, cons
 
 // relu=inplace: dst := max(dst, 0); relu=separate: relu_dst := max(dst, 0); else nothing.
 void relu_pass(Relu relu, TensorSet& ts, const Threads& threads);
-
-// A 64-byte aligned float buffer, zeroed (which also maps its pages before timing).
-class Buffer {
- public:
-  Buffer() = default;
-  explicit Buffer(size_t floats);
-  float* data() { return data_.get(); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-  std::unique_ptr<float[], Free> data_;
-  size_t bytes_ = 0;
-};
 
 }  // namespace lb::eigen

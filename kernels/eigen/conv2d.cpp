@@ -20,7 +20,7 @@
 #include <cstring>
 
 #include "kernels/eigen/common.h"
-#include "kernels/registry.h"
+#include "kernels/eigen/kernels.h"
 
 namespace lb::eigen {
 namespace {
@@ -29,7 +29,7 @@ class EigenConv2dIm2col final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
-    if (p.conv().depthwise()) return "eigen: depthwise convolutions are conv2d.eigen.depthwise's";
+    if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's";
     return {};
   }
 
@@ -38,11 +38,11 @@ class EigenConv2dIm2col final : public Kernel {
     relu_ = p.relu;
     threads_ = std::make_unique<Threads>(ctx.threads);
     pointwise_ = c_.kh == 1 && c_.kw == 1 && c_.sh == 1 && c_.sw == 1 && c_.ph == 0 && c_.pw == 0;
-    if (!pointwise_) col_ = Buffer(size_t(c_.ic * c_.kh * c_.kw * c_.oh() * c_.ow()));
+    if (!pointwise_) col_ = AlignedBuffer<float>(size_t(c_.ic * c_.kh * c_.kw * c_.oh() * c_.ow()));
     col_data_ = col_.data();
     // One group's contraction into a scratch output fills the cache with Eigen's packing
     // buffers (every image and group has the same shapes); the col buffer holds zeros.
-    Buffer scratch(size_t(c_.oc / c_.g * c_.oh() * c_.ow()));
+    AlignedBuffer<float> scratch(size_t(c_.oc / c_.g * c_.oh() * c_.ow()));
     const float* col = pointwise_ ? ts.at(Arg::src).as<float>() : col_.data();
     product(ts, col, 0, scratch.data());
   }
@@ -64,7 +64,7 @@ class EigenConv2dIm2col final : public Kernel {
 
   void release() override {
     threads_.reset();
-    col_ = Buffer();
+    col_ = AlignedBuffer<float>();
     col_data_ = nullptr;
   }
   size_t scratch_bytes() const override { return threads_ ? threads_->cached_bytes() + col_.bytes() : 0; }
@@ -124,17 +124,15 @@ class EigenConv2dIm2col final : public Kernel {
   Relu relu_ = Relu::none;
   bool pointwise_ = false;
   std::unique_ptr<Threads> threads_;
-  Buffer col_;
+  AlignedBuffer<float> col_;
   float* col_data_ = nullptr;  // col_.data()
   const float* x_ = nullptr;   // the image im2col_rows() reads
 };
 
 }  // namespace
 
-void register_conv2d(Registry& r) {
-  r.add({"conv2d.eigen.im2col", Device::cpu, "im2col + Eigen tensor contraction per image and group", "f32",
-         true},
-        [] { return std::make_unique<EigenConv2dIm2col>(); });
+std::unique_ptr<Kernel> make_conv2d() {
+  return std::make_unique<EigenConv2dIm2col>();
 }
 
 }  // namespace lb::eigen

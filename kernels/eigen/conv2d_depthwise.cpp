@@ -14,7 +14,7 @@
 // ReLU fused: one more pass over the plane while it is in cache. f32 only. Threads:
 // planes (N·C of them) split across Eigen's thread pool (kernels/eigen/common.h).
 #include "kernels/eigen/common.h"
-#include "kernels/registry.h"
+#include "kernels/eigen/kernels.h"
 
 namespace lb::eigen {
 namespace {
@@ -24,7 +24,7 @@ class EigenConv2dDepthwise final : public Kernel {
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
     if (!p.conv().depthwise())
-      return "eigen: conv2d.eigen.depthwise takes depthwise convolutions (g = ic = oc) only";
+      return "takes depthwise convolutions (g = ic = oc) only";
     return {};
   }
 
@@ -87,10 +87,8 @@ class EigenConv2dDepthwise final : public Kernel {
 
 }  // namespace
 
-void register_conv2d_depthwise(Registry& r) {
-  r.add({"conv2d.eigen.depthwise", Device::cpu, "per-plane Eigen array expressions, one per filter tap",
-         "f32", true},
-        [] { return std::make_unique<EigenConv2dDepthwise>(); });
+std::unique_ptr<Kernel> make_depthwise_conv2d() {
+  return std::make_unique<EigenConv2dDepthwise>();
 }
 
 }  // namespace lb::eigen

@@ -9,7 +9,7 @@
 // contraction's own matrix-vector path reads W across its rows and is ~30x slower.
 // f32 only. Threads: Eigen's thread pool, ctx.threads workers (kernels/eigen/common.h).
 #include "kernels/eigen/common.h"
-#include "kernels/registry.h"
+#include "kernels/eigen/kernels.h"
 
 namespace lb::eigen {
 namespace {
@@ -23,7 +23,7 @@ class EigenDense final : public Kernel {
     relu_ = p.relu;
     threads_ = std::make_unique<Threads>(ctx.threads);
     // One contraction into a scratch output fills the cache with Eigen's packing buffers.
-    Buffer scratch(size_t(d_.mb * d_.oc));
+    AlignedBuffer<float> scratch(size_t(d_.mb * d_.oc));
     product(ts, scratch.data());
   }
 
@@ -56,10 +56,8 @@ class EigenDense final : public Kernel {
 
 }  // namespace
 
-void register_dense(Registry& r) {
-  r.add({"dense.eigen.contraction", Device::cpu,
-         "Eigen tensor contraction, bias and ReLU in its output kernel", "f32", true},
-        [] { return std::make_unique<EigenDense>(); });
+std::unique_ptr<Kernel> make_dense() {
+  return std::make_unique<EigenDense>();
 }
 
 }  // namespace lb::eigen

@@ -19,7 +19,7 @@
 // src_iter_c. f32 only. Threads: Eigen's thread pool, for the contractions and the cell's
 // rows (kernels/eigen/common.h).
 #include "kernels/eigen/common.h"
-#include "kernels/registry.h"
+#include "kernels/eigen/kernels.h"
 
 namespace lb::eigen {
 namespace {
@@ -35,11 +35,11 @@ class EigenLstm final : public Kernel {
     relu_ = p.relu;
     threads_ = std::make_unique<Threads>(ctx.threads);
     const size_t TN = size_t(s_.t * s_.mb), G = size_t(4 * s_.hc), H = size_t(s_.hc);
-    a_ = Buffer(TN * G);
-    z_ = Buffer(size_t(s_.mb) * G);
-    c_ = Buffer(size_t(s_.mb) * H);
-    if (s_.l > 1 || relu_ == Relu::fused) seq_[0] = Buffer(TN * H);
-    if (s_.l > 1) seq_[1] = Buffer(TN * H);
+    a_ = AlignedBuffer<float>(TN * G);
+    z_ = AlignedBuffer<float>(size_t(s_.mb) * G);
+    c_ = AlignedBuffer<float>(size_t(s_.mb) * H);
+    if (s_.l > 1 || relu_ == Relu::fused) seq_[0] = AlignedBuffer<float>(TN * H);
+    if (s_.l > 1) seq_[1] = AlignedBuffer<float>(TN * H);
     // One contraction of each shape run() uses fills the cache with Eigen's packing buffers;
     // they write only into our own A and Z.
     for (int64_t l = 0; l < std::min<int64_t>(s_.l, 2); ++l)
@@ -74,8 +74,8 @@ class EigenLstm final : public Kernel {
 
   void release() override {
     threads_.reset();
-    for (Buffer* b : {&a_, &z_, &c_, &seq_[0], &seq_[1]})
-      *b = Buffer();
+    for (AlignedBuffer<float>* b : {&a_, &z_, &c_, &seq_[0], &seq_[1]})
+      *b = AlignedBuffer<float>();
   }
 
   size_t scratch_bytes() const override {
@@ -137,7 +137,7 @@ class EigenLstm final : public Kernel {
   Lstm s_;
   Relu relu_ = Relu::none;
   std::unique_ptr<Threads> threads_;
-  Buffer a_, z_, c_, seq_[2];
+  AlignedBuffer<float> a_, z_, c_, seq_[2];
   // The current step's operands for cell(), set by run() (cell() is called from the pool).
   struct {
     const float* a = nullptr;       // A's rows of step t
@@ -149,10 +149,8 @@ class EigenLstm final : public Kernel {
 
 }  // namespace
 
-void register_lstm(Registry& r) {
-  r.add({"lstm.eigen.hoisted", Device::cpu, "input projection hoisted over all steps, Eigen contractions",
-         "f32", true},
-        [] { return std::make_unique<EigenLstm>(); });
+std::unique_ptr<Kernel> make_lstm() {
+  return std::make_unique<EigenLstm>();
 }
 
 }  // namespace lb::eigen

@@ -1,19 +1,32 @@
-// The eigen backend's registration function: one line per kernel lives next to each kernel.
+// Backend `eigen`: Eigen's tensor contractions and array expressions, one registration line
+// each (the ids live here only).
+#include "kernels/eigen/kernels.h"
 #include "kernels/registry.h"
 
 namespace lb {
-namespace eigen {
-void register_dense(Registry& r);
-void register_conv2d(Registry& r);
-void register_conv2d_depthwise(Registry& r);
-void register_lstm(Registry& r);
-}  // namespace eigen
 
 void register_eigen(Registry& r) {
-  eigen::register_dense(r);
-  eigen::register_conv2d(r);
-  eigen::register_conv2d_depthwise(r);
-  eigen::register_lstm(r);
+  using namespace eigen;
+  r.add({.id = "dense.eigen.contraction",
+         .idea = "Eigen tensor contraction, bias and ReLU in its output kernel",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_dense(); });
+  r.add({.id = "conv2d.eigen.im2col",
+         .idea = "im2col + Eigen tensor contraction per image and group",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_conv2d(); });
+  r.add({.id = "conv2d.eigen.depthwise",
+         .idea = "per-plane Eigen array expressions, one per filter tap",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_depthwise_conv2d(); });
+  r.add({.id = "lstm.eigen.hoisted",
+         .idea = "input projection hoisted over all steps, Eigen contractions",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_lstm(); });
 }
 
 }  // namespace lb

@@ -47,14 +47,10 @@ dt dtype_of(DType d, Arg a) {
 }
 
 std::string dtype_reason(const Problem& p) {
-  switch (p.dt) {
-    case DType::tf32:
-      return "onednn: tf32 not supported (oneDNN 2.6 on CPU has no tf32 arithmetic)";
-    case DType::f8:
-      return "onednn: f8 not supported (oneDNN 2.6 has no fp8 data type)";
-    default:
-      return {};
-  }
+  std::string why = require_dtypes(p, {DType::f32, DType::f16, DType::bf16, DType::i8});
+  if (p.dt == DType::tf32) why += ": oneDNN 2.6 on CPU has no tf32 arithmetic";
+  if (p.dt == DType::f8) why += ": oneDNN 2.6 has no fp8 data type";
+  return why;
 }
 
 dnnl::primitive_attr attributes(Relu relu, float output_scale) {

@@ -71,7 +71,8 @@ void set_threads(int n);
 // The oneDNN data type of an argument of a problem (storage_of(), kernels/tensor.h).
 dt dtype_of(DType d, Arg a);
 
-// Empty when oneDNN 2.6 has the problem's dtype at all on CPU, else the reason.
+// Empty when oneDNN 2.6 has the problem's dtype at all on CPU, else the reason
+// (require_dtypes() and what oneDNN lacks).
 std::string dtype_reason(const Problem& p);
 
 // The attributes every primitive gets: user scratchpad, and for relu=fused a ReLU post-op.

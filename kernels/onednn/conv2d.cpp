@@ -22,12 +22,10 @@
 // oneDNN counts dilation from 0 (no dilation) and wants the right/bottom padding that makes
 // its output size agree with ours; that padding may be negative (rows never read).
 #include "kernels/onednn/common.h"
-#include "kernels/registry.h"
+#include "kernels/onednn/kernels.h"
 
 namespace lb::onednn {
 namespace {
-
-enum class Layouts { library, nchw, blocked };
 
 // W as we hold it (oihw, or goihw with G leading when grouped), or `any` for oneDNN to choose.
 dnnl::memory::desc weights_desc(const Problem& p, bool any) {
@@ -64,10 +62,10 @@ class OnednnConv2d final : public PlanKernel {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
       const std::string impl = pd.impl_info_str();
       if (layouts_ == Layouts::nchw && impl.rfind("ref", 0) == 0)
-        return "onednn: only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
+        return "only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
                " in NCHW; conv2d.onednn.default reorders";
     } catch (const dnnl::error& e) {
-      return "onednn: no " + std::string(name(p.dt)) + " convolution on this CPU (" +
+      return "no " + std::string(name(p.dt)) + " convolution on this CPU (" +
              dnnl_status2str(e.status) + ")";
     }
     return {};
@@ -128,22 +126,8 @@ class OnednnConv2d final : public PlanKernel {
 
 }  // namespace
 
-void register_conv2d(Registry& r) {
-  r.add({"conv2d.onednn.default", Device::cpu,
-         "convolution primitive in oneDNN's chosen layouts; x, y reordered from/to NCHW in run()",
-         "f32 (i8: s32)", true},
-        [] { return std::make_unique<OnednnConv2d>(Layouts::library); });
-  // Opt-in (named by --kernel or --backend onednn): they answer "what do the reorders
-  // cost", and a default sweep is a third shorter without each.
-  KernelInfo nchw{"conv2d.onednn.nchw", Device::cpu, "convolution primitive on NCHW as given (no reorders)",
-                  "f32 (i8: s32)", true};
-  nchw.opt_in = true;
-  r.add(nchw, [] { return std::make_unique<OnednnConv2d>(Layouts::nchw); });
-  KernelInfo blocked{"conv2d.onednn.blocked", Device::cpu,
-                     "convolution primitive, activations kept in oneDNN's layouts (x, y reordered untimed)",
-                     "f32 (i8: s32)", true};
-  blocked.opt_in = true;
-  r.add(blocked, [] { return std::make_unique<OnednnConv2d>(Layouts::blocked); });
+std::unique_ptr<Kernel> make_conv2d(Layouts layouts) {
+  return std::make_unique<OnednnConv2d>(layouts);
 }
 
 }  // namespace lb::onednn

@@ -11,7 +11,7 @@
 // by that scale. relu=fused is an eltwise post-op; inplace/separate are an eltwise primitive.
 // Threads: OpenMP, ctx.threads set in prepare() (kernels/onednn/common.h).
 #include "kernels/onednn/common.h"
-#include "kernels/registry.h"
+#include "kernels/onednn/kernels.h"
 
 namespace lb::onednn {
 namespace {
@@ -36,7 +36,7 @@ class OnednnDense final : public PlanKernel {
     try {
       make_pd(p, p.dt == DType::i8 ? kProbeScale : 1.0f);
     } catch (const dnnl::error& e) {
-      return "onednn: no " + std::string(name(p.dt)) + " inner product on this CPU (" +
+      return "no " + std::string(name(p.dt)) + " inner product on this CPU (" +
              dnnl_status2str(e.status) + ")";
     }
     return {};
@@ -64,10 +64,8 @@ class OnednnDense final : public PlanKernel {
 
 }  // namespace
 
-void register_dense(Registry& r) {
-  r.add({"dense.onednn.default", Device::cpu, "inner product primitive, W reordered to oneDNN's layout",
-         "f32 (i8: s32)", true},
-        [] { return std::make_unique<OnednnDense>(); });
+std::unique_ptr<Kernel> make_dense() {
+  return std::make_unique<OnednnDense>();
 }
 
 }  // namespace lb::onednn

@@ -4,7 +4,7 @@
 //                                     * W[k][c][r][s],   g = k / (K/G)
 // x is N×C×H×W, W is K×(C/G)×R×S, y is N×K×P×Q (NCHW); out-of-image taps read 0.
 #include "kernels/ref/common.h"
-#include "kernels/registry.h"
+#include "kernels/ref/kernels.h"
 
 namespace lb::ref {
 namespace {
@@ -62,9 +62,8 @@ class RefConv2d final : public Kernel {
 
 }  // namespace
 
-void register_conv2d(Registry& r) {
-  r.add({"conv2d.ref.naive", Device::cpu, "direct seven-loop convolution, NCHW", "f64"},
-        [] { return std::make_unique<RefConv2d>(); });
+std::unique_ptr<Kernel> make_conv2d() {
+  return std::make_unique<RefConv2d>();
 }
 
 }  // namespace lb::ref

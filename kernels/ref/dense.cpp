@@ -2,7 +2,7 @@
 // y[n][o] = b[o] + sum_i x[n][i] * W[o][i]; x is MB×IC, W is OC×IC, y is MB×OC.
 // Every dtype: inputs are read as the values they store, products summed in double.
 #include "kernels/ref/common.h"
-#include "kernels/registry.h"
+#include "kernels/ref/kernels.h"
 
 namespace lb::ref {
 namespace {
@@ -45,9 +45,8 @@ class RefDense final : public Kernel {
 
 }  // namespace
 
-void register_dense(Registry& r) {
-  r.add({"dense.ref.naive", Device::cpu, "three plain loops, one dot product per output", "f64"},
-        [] { return std::make_unique<RefDense>(); });
+std::unique_ptr<Kernel> make_dense() {
+  return std::make_unique<RefDense>();
 }
 
 }  // namespace lb::ref

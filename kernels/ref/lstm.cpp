@@ -16,7 +16,7 @@
 #include <cmath>
 
 #include "kernels/ref/common.h"
-#include "kernels/registry.h"
+#include "kernels/ref/kernels.h"
 
 namespace lb::ref {
 namespace {
@@ -28,9 +28,8 @@ double sigmoid(double v) {
 class RefLstm final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (p.dt == DType::i8 || p.dt == DType::f8)
-      return "dt=" + std::string(name(p.dt)) +
-             ": no quantisation of the LSTM's recurrent state is defined yet";
+    if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16}); !why.empty())
+      return why + ": no quantisation of the LSTM's recurrent state is defined yet";
     return {};
   }
 
@@ -100,9 +99,8 @@ class RefLstm final : public Kernel {
 
 }  // namespace
 
-void register_lstm(Registry& r) {
-  r.add({"lstm.ref.naive", Device::cpu, "per step and sample: gate dot products, then the cell", "f64"},
-        [] { return std::make_unique<RefLstm>(); });
+std::unique_ptr<Kernel> make_lstm() {
+  return std::make_unique<RefLstm>();
 }
 
 }  // namespace lb::ref

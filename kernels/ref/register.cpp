@@ -1,17 +1,22 @@
-// The ref backend's registration function: one line per op lives next to each kernel.
+// Backend `ref`: the oracles every other kernel is verified against, one registration line
+// each (the ids live here only).
+#include "kernels/ref/kernels.h"
 #include "kernels/registry.h"
 
 namespace lb {
-namespace ref {
-void register_dense(Registry& r);
-void register_conv2d(Registry& r);
-void register_lstm(Registry& r);
-}  // namespace ref
 
 void register_ref(Registry& r) {
-  ref::register_dense(r);
-  ref::register_conv2d(r);
-  ref::register_lstm(r);
+  using namespace ref;
+  r.add({.id = "dense.ref.naive",
+         .idea = "three plain loops, one dot product per output",
+         .accumulation = "f64"},
+        [] { return make_dense(); });
+  r.add({.id = "conv2d.ref.naive", .idea = "direct seven-loop convolution, NCHW", .accumulation = "f64"},
+        [] { return make_conv2d(); });
+  r.add({.id = "lstm.ref.naive",
+         .idea = "per step and sample: gate dot products, then the cell",
+         .accumulation = "f64"},
+        [] { return make_lstm(); });
 }
 
 }  // namespace lb

@@ -1,0 +1,13 @@
+// The cudnn backend's kernels as factories; register.cpp gives each its id and description.
+#pragma once
+
+#include <memory>
+
+#include "kernels/kernel.h"
+
+namespace lb::cuda {
+
+std::unique_ptr<Kernel> make_cudnn_conv2d();
+std::unique_ptr<Kernel> make_cudnn_lstm();
+
+}  // namespace lb::cuda

@@ -1,0 +1,22 @@
+// Backend `cudnn`: NVIDIA's convolution and RNN library, one registration line per kernel
+// (the ids live here only).
+#include "cuda/cudnn/kernels.h"
+#include "kernels/registry.h"
+
+namespace lb {
+
+void register_cudnn(Registry& r) {
+  using namespace cuda;
+  r.add({.id = "conv2d.cudnn.default",
+         .device = Device::gpu,
+         .idea = "cuDNN heuristics' algorithm; fused conv+bias+ReLU when asked",
+         .accumulation = "f32 (tf32/f16/bf16 tensor cores)"},
+        [] { return make_cudnn_conv2d(); });
+  r.add({.id = "lstm.cudnn.default",
+         .device = Device::gpu,
+         .idea = "cuDNN RNN forward (inference), our weights copied into its weight space",
+         .accumulation = "f32 (tf32/f16/bf16 tensor cores)"},
+        [] { return make_cudnn_lstm(); });
+}
+
+}  // namespace lb

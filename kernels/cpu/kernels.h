@@ -1,0 +1,19 @@
+// The cpu backend's kernels as factories; register.cpp gives each its id and description.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/kernel.h"
+
+namespace lb::cpu {
+
+std::unique_ptr<Kernel> make_naive_dense();          // dense_1_naive.cpp
+std::unique_ptr<Kernel> make_blocked_dense();        // dense_2_blocked.cpp
+std::unique_ptr<Kernel> make_packed_dense(Isa isa);  // dense.cpp: the micro-kernel of one ISA
+std::unique_ptr<Kernel> make_dense();                // dense.cpp: the best micro-kernel by CPUID
+std::unique_ptr<Kernel> make_conv2d();
+std::unique_ptr<Kernel> make_depthwise_conv2d();
+std::unique_ptr<Kernel> make_lstm();
+
+}  // namespace lb::cpu

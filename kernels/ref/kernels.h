@@ -1,0 +1,14 @@
+// The ref backend's kernels as factories; register.cpp gives each its id and description.
+#pragma once
+
+#include <memory>
+
+#include "kernels/kernel.h"
+
+namespace lb::ref {
+
+std::unique_ptr<Kernel> make_dense();
+std::unique_ptr<Kernel> make_conv2d();
+std::unique_ptr<Kernel> make_lstm();
+
+}  // namespace lb::ref
