@@ -1,5 +1,6 @@
 // registry(): every backend built into this binary, in one explicit list (no
 // self-registering statics: a static library's linker would drop them).
+#include "kernels/device.h"
 #include "kernels/registry.h"
 
 namespace lb {
@@ -25,6 +26,19 @@ const Registry& registry() {
     return reg;
   }();
   return r;
+}
+
+}  // namespace lb
+
+namespace lb {
+
+const DeviceRuntime& device_runtime(Device d) {
+  if (d == Device::cpu) return host_runtime();
+#ifdef LB_HAVE_CUDA
+  return cuda_runtime();
+#else
+  return no_gpu_runtime();
+#endif
 }
 
 }  // namespace lb

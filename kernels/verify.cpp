@@ -5,8 +5,10 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/case_session.h"
 #include "kernels/common.h"
 #include "kernels/model.h"
+#include "kernels/ops/traits.h"
 
 namespace lb {
 
@@ -16,28 +18,20 @@ std::string_view name(Status s) {
       return "passed";
     case Status::failed:
       return "failed";
-    case Status::skipped:
-      return "skipped";
     case Status::mistrusted:
       return "mistrusted";
+    case Status::unsupported:
+      return "unsupported";
+    case Status::out_of_memory:
+      return "out_of_memory";
+    case Status::not_run:
+      return "not_run";
   }
   return "?";
 }
 
 int64_t accumulation_length(const Problem& p) {
-  switch (p.op()) {
-    case Op::dense:
-      return p.dense().ic;
-    case Op::conv2d: {
-      const Conv2d& c = p.conv();
-      return c.ic / c.g * c.kh * c.kw;
-    }
-    case Op::lstm: {
-      const Lstm& s = p.lstm();
-      return (std::max(s.ic, s.hc) + s.hc) * s.t * s.l;
-    }
-  }
-  return 1;
+  return traits(p.op()).accumulation_length(p);
 }
 
 double tolerance(const Problem& p) {
@@ -145,17 +139,11 @@ namespace {
 
 // The axis of an argument that indexes the batch, or -1 for weights and biases.
 int batch_axis(Op op, Arg a) {
-  switch (a) {
-    case Arg::src:
-    case Arg::dst:
-    case Arg::relu_dst:
-      return op == Op::lstm ? 1 : 0;  // LSTM: T×N×...
-    case Arg::src_iter:
-    case Arg::src_iter_c:
-      return 1;  // L×N×H
-    default:
-      return -1;
-  }
+  const OpTraits& t = traits(op);
+  if (a == Arg::dst || a == Arg::relu_dst) return t.output.batch_axis;
+  for (const ArgSpec& spec : t.inputs)
+    if (spec.arg == a) return spec.batch_axis;
+  return -1;
 }
 
 // The chosen batch samples of t (all of t for weights), as a tensor of the same storage.
@@ -179,18 +167,6 @@ Tensor take_samples(const Tensor& t, int axis, const std::vector<int64_t>& sampl
       dst += row;
     }
   return out;
-}
-
-// Runs one kernel as the harness would: poison outputs, prepare, run, finish, release.
-void run_once(const KernelEntry& k, const Problem& p, TensorSet& ts, const Context& ctx) {
-  // Poisoned before prepare(): a GPU kernel uploads its outputs there, poison included.
-  for (Arg a : output_args(p))
-    poison(ts.at(a));
-  auto kernel = k.make();
-  kernel->prepare(p, ts, ctx);
-  kernel->run(ts);
-  kernel->finish(ts);
-  kernel->release();
 }
 
 // The reference's outputs for `p` on the given batch samples of got's inputs. A sweep
@@ -221,12 +197,17 @@ TensorSet reference_outputs(const Problem& p, const TensorSet& got, const InputD
   auto it = std::find_if(cache.begin(), cache.end(), [&key](const Entry& e) { return e.key == key; });
   if (it == cache.end()) {
     const Problem sub = with_batch(base, int64_t(samples.size()));
-    TensorSet ts = make_tensors(sub);
+    TensorSet ts;
     for (Arg a : input_args(p.op()))
       ts.set(a, take_samples(got.at(a), batch_axis(p.op(), a), samples));
-    run_once(oracle(p.op()), sub, ts, Context{});
+    CaseSession ref(oracle(p.op()), sub);
+    ref.adopt_inputs(std::move(ts));
+    ref.prepare();
+    ref.run();
+    ref.finish();
+    ref.release();
     if (cache.size() == kEntries) cache.erase(cache.begin());
-    cache.push_back({key, std::move(ts.at(Arg::dst))});
+    cache.push_back({key, std::move(ref.tensors().at(Arg::dst))});
     it = cache.end() - 1;
   }
   const Tensor& pre = it->pre_relu;
@@ -297,35 +278,6 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
     v.reason +=
         " (" + std::to_string(samples.size()) + " of " + std::to_string(p.batch()) + " batch samples)";
   return v;
-}
-
-Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx,
-                     int64_t max_reference_macs) {
-  Verdict v;
-  if (std::string why = k.supports(p); !why.empty()) {
-    v.status = Status::skipped;
-    v.reason = why;
-    return v;
-  }
-  v.repro = repro_line(k, p, seed);
-  if (std::string why = oracle(p.op()).supports(p); !why.empty()) {
-    v.status = Status::skipped;
-    v.reason = "no reference to check against: " + why;
-    return v;
-  }
-  try {
-    TensorSet got = make_tensors(p);
-    fill_inputs(got, p, seed);
-    const InputDigests before = input_digests(got, p.op());
-    run_once(k, p, got, ctx);
-    Verdict out = verify_outputs(p, got, before, max_reference_macs);
-    out.repro = v.repro;
-    return out;
-  } catch (const std::exception& e) {
-    v.status = Status::failed;
-    v.reason = std::string("threw: ") + e.what();
-    return v;
-  }
 }
 
 }  // namespace lb

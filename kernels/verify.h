@@ -20,15 +20,21 @@
 
 namespace lb {
 
-enum class Status { passed, failed, skipped, mistrusted };
-std::string_view name(Status s);
+// What became of a case, one vocabulary for check, run and the results files:
+// passed · failed (wrong output, or the kernel threw) · mistrusted (passed on an output
+// too sparse to prove much) · unsupported (the kernel declines the problem, with the
+// reason) · out_of_memory · not_run (e.g. over check's --max-macs).
+enum class Status { passed, failed, mistrusted, unsupported, out_of_memory, not_run };
+inline constexpr Status kAllStatuses[] = {Status::passed,      Status::failed,        Status::mistrusted,
+                                          Status::unsupported, Status::out_of_memory, Status::not_run};
+std::string_view name(Status s);  // "passed", ..., "out_of_memory", "not_run"
 
 struct Verdict {
   Status status = Status::passed;
-  std::string reason;  // one line: why it failed / was skipped / is mistrusted; the error if passed
+  std::string reason;  // one line: why it failed / is unsupported / is mistrusted; the error if passed
   double max_error = 0.0;
   double tolerance = 0.0;
-  std::string repro;  // a command that reproduces the check, for every verdict but skipped
+  std::string repro;  // a command that reproduces the check, for every verdict but unsupported
 };
 
 // The number of products summed into one output value, the length over which rounding
@@ -53,10 +59,7 @@ inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
                        int64_t max_reference_macs = kDefaultReferenceMacs);
 
-// Full check of one kernel on one problem: fill, prepare, poison, run, finish,
-// verify_outputs. Never throws: a kernel that throws fails.
-Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx = {},
-                     int64_t max_reference_macs = kDefaultReferenceMacs);
+// check_kernel(), the full check of one kernel on one problem: kernels/case_session.h.
 
 // The batch samples verify_outputs compares: all of 0..batch-1 when the reference for
 // the whole batch fits the budget, else a few spread over it.

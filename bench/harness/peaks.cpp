@@ -14,11 +14,7 @@
 
 #include "bench/harness/probes.h"
 #include "bench/harness/sysinfo.h"
-#include "kernels/registry.h"
-
-#ifdef LB_HAVE_CUDA
-#include "cuda/runtime.h"
-#endif
+#include "kernels/device.h"
 
 namespace lb::bench {
 namespace {
@@ -165,47 +161,6 @@ Peak measure(const Loop& loop, int threads) {
       how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core); not cached"};
 }
 
-#ifdef LB_HAVE_CUDA
-// The GPU's ceilings: cuBLASLt at 8192^3 for each dtype it offers (best of 10 timed
-// products after 3 warm-ups, CUDA events), and a 2 GiB device-to-device copy.
-std::vector<Peak> measure_gpu_peaks() {
-  std::vector<Peak> out;
-  const KernelEntry* gemm = registry().find("dense.cublas.lt");
-  for (DType dt : {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::f8}) {
-    Problem p = parse_problem("dense mb=8192 ic=8192 oc=8192");
-    p.dt = dt;
-    if (!gemm || !gemm->supports(p).empty()) continue;
-    try {
-      TensorSet ts = make_tensors(p);
-      fill_inputs(ts, p, 7);
-      auto k = gemm->make();
-      k->prepare(p, ts, Context{});
-      cuda::EventTimer timer(false);
-      double best = 1e30;
-      for (int i = 0; i < 13; ++i) {
-        timer.start();
-        k->run(ts);
-        const double t = timer.stop();
-        if (i >= 3) best = std::min(best, t);
-      }
-      const std::string how = "cuBLASLt 8192^3 " + std::string(name(dt)) + ", best of 10, " + k->details();
-      k->release();
-      out.push_back(
-          {"gpu_" + std::string(name(dt)) + "_gemm", 0, 2.0 * 8192.0 * 8192.0 * 8192.0 / best, how});
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "layerbench: GPU peak for %s not measured: %s\n", std::string(name(dt)).c_str(),
-                   e.what());
-    }
-  }
-  try {
-    out.push_back({"gpu_d2d_copy", 0, cuda::copy_bandwidth(size_t(2) << 30),
-                   "cudaMemcpy device to device, 2 GiB, bytes read + written, best of 10"});
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "layerbench: GPU copy bandwidth not measured: %s\n", e.what());
-  }
-  return out;
-}
-#endif
 
 }  // namespace
 
@@ -248,20 +203,18 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
       p.peaks_.push_back(measure(loop, t));
       measured = true;
     }
-#ifdef LB_HAVE_CUDA
-  if (gpu && cuda::why_no_gpu().empty()) {
+  // The GPU's ceilings come from its runtime (cuBLASLt GEMMs and a copy: kernels/device.h).
+  const DeviceRuntime& device = device_runtime(Device::gpu);
+  if (gpu && device.why_unavailable().empty()) {
     bool have = false;
     for (const Peak& e : p.peaks_)
       have |= e.kind.rfind("gpu_", 0) == 0;
     if (!have) {
-      for (Peak& e : measure_gpu_peaks())
-        p.peaks_.push_back(std::move(e));
+      for (const DevicePeak& e : device.measure_peaks())
+        p.peaks_.push_back({e.kind, 0, e.ops_per_second, e.how});
       measured = true;
     }
   }
-#else
-  (void)gpu;
-#endif
   if (measured) {
     nlohmann::json j{{"cpu", cpu}, {"peaks", nlohmann::json::array()}};
     for (const Peak& e : p.peaks_)

@@ -13,6 +13,7 @@
 #include "bench/harness/probes.h"
 #include "bench/harness/runner.h"
 #include "kernels/common.h"
+#include "kernels/model.h"
 #include "kernels/registry.h"
 
 namespace lb::bench {
@@ -86,15 +87,17 @@ void write_json_atomically(const std::string& path, const Json& j) {
   if (ec) throw Error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
 }
 
-Reporter::Reporter(std::string out, size_t total_cases, PreviousRuns previous, double noisy_cv,
+Reporter::Reporter(std::string out, const std::vector<Case>& cases, PreviousRuns previous, double noisy_cv,
                    std::unique_ptr<benchmark::BenchmarkReporter> display)
     : out_(std::move(out)),
-      total_(total_cases),
+      total_(cases.size()),
       noisy_cv_(noisy_cv),
       runs_(std::move(previous.runs)),
       display_(std::move(display)) {
   json_.SetOutputStream(&json_text_);
   json_.SetErrorStream(&json_text_);
+  for (const Case& c : cases)
+    cases_[c.name] = &c;
 }
 
 void Reporter::append_line(const Json& j) {
@@ -164,9 +167,79 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
   GetOutputStream() << line.str() << std::flush;
 }
 
-void Reporter::ReportRuns(const std::vector<Run>& runs) {
+namespace {
+
+// The repetitions that did work: an adaptive case's later repetitions are idle calls
+// (runner.h), dropped here; with a fixed count (or no stop recorded) all are kept.
+std::vector<benchmark::BenchmarkReporter::Run> kept_repetitions(const std::vector<benchmark::BenchmarkReporter::Run>& runs,
+                                                     const CaseNotes& notes) {
+  if (notes.stop.empty() || notes.kept_repetitions <= 0 || size_t(notes.kept_repetitions) >= runs.size())
+    return runs;
+  std::vector<benchmark::BenchmarkReporter::Run> kept(runs.begin(), runs.begin() + notes.kept_repetitions);
+  for (auto& r : kept)
+    r.repetitions = int64_t(kept.size());
+  return kept;
+}
+
+// Google Benchmark's aggregates (mean, median, stddev, cv, and any other statistic),
+// recomputed with its own statistic functions over the kept repetitions only.
+void recompute_aggregates(std::vector<benchmark::BenchmarkReporter::Run>& aggregates,
+                          const std::vector<benchmark::BenchmarkReporter::Run>& kept) {
+  if (kept.empty() || !aggregates[0].statistics) return;
+  std::vector<double> real, cpu;
+  std::map<std::string, std::vector<double>> counters;
+  for (const auto& r : kept) {
+    real.push_back(r.real_accumulated_time);
+    cpu.push_back(r.cpu_accumulated_time);
+    for (const auto& [key, c] : r.counters)
+      counters[key].push_back(c.value);
+  }
+  const double n = double(kept.size()), iterations = double(kept[0].iterations);
+  for (auto& a : aggregates)
+    for (const auto& stat : *a.statistics) {
+      if (stat.name_ != a.aggregate_name) continue;
+      // Reported times are divided by `iterations`: n repetitions of `iterations` runs each.
+      const double scale = stat.unit_ == benchmark::kTime ? n / iterations : 1.0;
+      a.iterations = int64_t(n);
+      a.repetitions = int64_t(n);
+      a.real_accumulated_time = stat.compute_(real) * scale;
+      a.cpu_accumulated_time = stat.compute_(cpu) * scale;
+      for (auto& [key, c] : a.counters)
+        if (counters.count(key)) c.value = stat.compute_(counters[key]);
+    }
+}
+
+}  // namespace
+
+Json case_identity(const Case& c) {
+  const KernelEntry& k = *c.kernel;
+  return {{"lb_kernel", k.info.id},
+          {"lb_backend", std::string(k.backend())},
+          {"lb_device", name(k.info.device)},
+          {"lb_op", std::string(k.op_name())},
+          {"lb_type", layer_type(c.problem)},
+          {"lb_dtype", name(c.problem.dt)},
+          {"lb_relu", name(c.problem.relu)},
+          {"lb_problem", print(c.problem)},
+          {"lb_layer", c.problem.name},
+          {"lb_threads", c.threads},
+          {"lb_cache", c.cold ? "cold" : "hot"}};
+}
+
+void Reporter::ReportRuns(const std::vector<Run>& reported) {
   // Cases cut short by a signal are not results: --resume runs them again.
-  if (runs.empty() || (runs[0].error_occurred && runs[0].error_message == kInterrupted)) return;
+  if (reported.empty() || (reported[0].error_occurred && reported[0].error_message == kInterrupted)) return;
+  const std::string case_name = reported[0].run_name.function_name;
+  const Case& c = *cases_.at(case_name);
+  const CaseNotes& notes = c.notes;
+  // Google Benchmark reports a case's repetitions in one call and their aggregates in
+  // the next.
+  const bool repetitions = reported[0].run_type == Run::RT_Iteration;
+  std::vector<Run> runs = repetitions ? kept_repetitions(reported, notes) : reported;
+  if (repetitions)
+    kept_ = runs;
+  else if (kept_.size() < size_t(reported[0].repetitions))
+    recompute_aggregates(runs, kept_);
   if (display_) display_->ReportRuns(runs);
   json_.ReportRuns(runs);
   std::string text = json_text_.str().substr(consumed_);
@@ -178,10 +251,7 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
   text += ']';
   Json batch = Json::parse(text);
 
-  // Google Benchmark reports a case's repetitions in one call and their aggregates in
-  // the next; the coefficient of variation of the repetitions' times marks noise.
-  const std::string case_name = runs[0].run_name.function_name;
-  const bool repetitions = runs[0].run_type == Run::RT_Iteration;
+  // The coefficient of variation of the repetitions' times marks noise.
   if (repetitions) {
     double sum = 0, sum_sq = 0;
     int n = 0;
@@ -195,28 +265,30 @@ void Reporter::ReportRuns(const std::vector<Run>& runs) {
     const double mean = n ? sum / n : 0;
     if (n > 1 && mean > 0) cv_[case_name] = std::sqrt(std::max(0.0, sum_sq / n - mean * mean)) / mean;
   }
-  const CaseNotes& notes = case_notes()[case_name];
   const auto cv = cv_.find(case_name);
   const bool noisy = cv != cv_.end() && cv->second > noisy_cv_;
+  const Json identity = case_identity(c);
   for (size_t i = 0; i < batch.size(); ++i) {
     Json& j = batch[i];
     j["lb_case"] = case_name;
-    j.update(notes.identity);
-    j["lb_status"] = notes.status;
+    j.update(identity);
+    j["lb_status"] = name(notes.status);
     j["lb_details"] = notes.details;
     j["lb_reason"] = notes.reason;
+    if (!notes.repro.empty()) j["lb_repro"] = notes.repro;
     j["lb_noisy"] = noisy;
-    // Our memory manager measures the peak, not allocation counts; the rest is not ours to report.
-    for (const char* key : {"max_bytes_used", "total_allocated_bytes", "net_heap_growth", "allocs_per_iter"})
-      j.erase(key);
+    if (notes.rse >= 0) j["lb_rse_pct"] = 100.0 * notes.rse;
+    if (!notes.stop.empty()) j["lb_stop"] = notes.stop;
+    // max_bytes_used, the field Google Benchmark's memory manager would fill: the case's
+    // resident high-water mark above its baseline (runner.h).
     if (notes.max_bytes_used >= 0 && j.value("run_type", "") == "iteration")
       j["max_bytes_used"] = notes.max_bytes_used;
     if (cv != cv_.end()) j["lb_cv"] = cv->second;
     append_line(j);
     runs_.push_back(j);
   }
-  failed_ |= notes.status == "failed";
-  if (repetitions && !display_) print_case(runs, notes.status, noisy);
+  failed_ |= notes.status == Status::failed;
+  if (repetitions && !display_) print_case(runs, std::string(name(notes.status)), noisy);
 }
 
 void Reporter::Finalize() {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/harness/sweep.h"
+
 namespace lb::bench {
 
 using Json = nlohmann::json;
@@ -33,7 +35,8 @@ PreviousRuns read_previous(const std::string& out);
 // Benchmark's reporter for that format instead.
 class Reporter : public benchmark::BenchmarkReporter {
  public:
-  Reporter(std::string out, size_t total_cases, PreviousRuns previous, double noisy_cv,
+  // `cases` (with their notes, filled as they run) must outlive the reporter.
+  Reporter(std::string out, const std::vector<Case>& cases, PreviousRuns previous, double noisy_cv,
            std::unique_ptr<benchmark::BenchmarkReporter> display);
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -55,12 +58,18 @@ class Reporter : public benchmark::BenchmarkReporter {
   bool failed_ = false;
   std::vector<Json> runs_;
   std::map<std::string, double> cv_;  // per case, from its repetitions (aggregates come in a later call)
+  std::map<std::string, const Case*> cases_;  // by benchmark name
+  std::vector<Run> kept_;                     // the last case's kept repetitions
   Json context_;
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
   benchmark::JSONReporter json_;  // Google Benchmark's own serialisation of each run
   std::ostringstream json_text_;
   size_t consumed_ = 0;
 };
+
+// lb_kernel, lb_backend, lb_device, lb_op, lb_type, lb_dtype, lb_relu, lb_problem, lb_layer,
+// lb_threads, lb_cache: what a case is, on every run object it writes.
+Json case_identity(const Case& c);
 
 // Writes j to path atomically (a temporary file in the same folder, then rename).
 void write_json_atomically(const std::string& path, const Json& j);

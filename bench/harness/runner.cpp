@@ -3,161 +3,126 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
-#include <cstring>
+#include <cstdio>
 #include <memory>
 #include <new>
-#include <optional>
 #include <set>
 
 #include "bench/harness/probes.h"
+#include "kernels/case_session.h"
+#include "kernels/device.h"
 #include "kernels/model.h"
-#include "kernels/verify.h"
-
-#ifdef LB_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "cuda/memory.h"
-#include "cuda/runtime.h"
-#endif
 
 namespace lb::bench {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-std::string gib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", bytes / kGiB);
-  return buf;
-}
-
-// The last level cache's size, for cold runs: touching twice as much evicts it.
+// The last level cache's size, for cold runs.
 size_t last_level_cache_bytes() {
   for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
     if (long v = sysconf(name); v > 0) return size_t(v);
   return size_t(64) << 20;
 }
 
+// Cold host cases rotate copies of their inputs (CaseSession::make_input_copies): as
+// many as make twice the last-level cache, so a run's inputs were last touched at least
+// a cache's worth of data ago — but at most kColdCopyBytes in all and kMaxColdCopies
+// sets, so a VM that reports a huge L3 does not make every case allocate a gigabyte.
+constexpr double kColdCopyBytes = 256.0 * 1024 * 1024;
+constexpr int kMaxColdCopies = 64;
+
+// Warm-up runs a kernel's first case as it is up to this many MACs (a second or two at
+// worst on one core), else at batch 1.
+constexpr int64_t kWarmUpMacs = int64_t(5) << 30;
+
+int cold_copies(const Model& m) {
+  const double inputs = std::max(1.0, m.param_bytes + m.src_bytes);
+  const double wanted = std::min(2.0 * double(last_level_cache_bytes()), kColdCopyBytes);
+  return std::clamp(int(std::ceil(wanted / inputs)), 1, kMaxColdCopies);
+}
+
 // The case whose set-up is alive; Google Benchmark runs cases one after another.
 struct Active {
-  const Case* c = nullptr;
+  Case* c = nullptr;
   std::string error;  // non-empty: every call reports this error
-  TensorSet ts;
-  std::unique_ptr<Kernel> kernel;
+  std::unique_ptr<CaseSession> session;
+  std::unique_ptr<DeviceProbe> probe;
+  std::unique_ptr<Timer> timer;
+  const DeviceRuntime* device = nullptr;
   Model model;
   size_t baseline_rss = 0, setup_peak_rss = 0;
-  std::vector<char> flush;
-  bool gpu = false;
-  size_t device_base = 0, device_setup_peak = 0, driver_base = 0, driver_setup = 0;
+  std::vector<double> repetition_means;  // seconds per run(), one per kept repetition
+  int64_t repetition_iterations = 0;     // the iteration count they ran
+  double timed_seconds = 0;              // all timed work so far
+  bool repetitions_done = false;
 };
-
-// Device memory around a GPU case: our tracking allocator (buffers and workspaces) and
-// the driver's view (which also holds contexts and library handles).
-void gpu_baseline(Active& a) {
-  if (!a.gpu) return;
-#ifdef LB_HAVE_CUDA
-  cuda::synchronize();
-  a.device_base = cuda::device_bytes_in_use();
-  cuda::reset_device_peak();
-  a.driver_base = cuda::driver_used_bytes();
-#endif
-}
-
-void gpu_after_setup(Active& a) {
-  if (!a.gpu) return;
-#ifdef LB_HAVE_CUDA
-  a.device_setup_peak = cuda::device_bytes_peak();
-  a.driver_setup = cuda::driver_used_bytes();
-#endif
-}
 
 Active& active() {
   static Active a;
   return a;
 }
 
-}  // namespace
-
-void release_active_case() {
-  Active& a = active();
-  if (a.kernel) a.kernel->release();
-  a = Active{};
+// Ends the case with a status and a one-line reason; the kernel and tensors go. A
+// failure carries the command that reproduces it.
+void end_case(Active& a, Status status, const std::string& reason, uint64_t seed) {
+  CaseNotes& notes = a.c->notes;
+  notes.status = status;
+  notes.reason = reason;
+  a.error = reason;
+  if (status == Status::failed) {
+    notes.repro = repro_line(*a.c->kernel, a.c->problem, seed);
+    a.error += " | repro: " + notes.repro;
+  }
+  a.session.reset();
 }
 
-namespace {
-
-void set_up(const Case& c, const RunOptions& o) {
-  release_active_case();
-  Active& a = active();
-  a.c = &c;
-  a.gpu = c.kernel->info.device == Device::gpu;
-  CaseNotes& notes = case_notes()[c.name];
-  a.model = model(c.problem);
-#ifdef LB_HAVE_CUDA
-  if (a.gpu) {  // the device holds a copy of every tensor, plus workspaces we cannot know yet
-    size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) == cudaSuccess && a.model.inference_bytes > double(free)) {
-      a.error = "out of memory: needs " + gib(a.model.inference_bytes) + " GiB of device memory, " +
-                gib(double(free)) + " GiB free";
-      notes.status = "out_of_memory";
-      notes.reason = a.error;
-      return;
-    }
-  }
-#endif
+// The memory a case needs before anything is allocated: device and host.
+std::string check_memory(const Active& a) {
+  if (std::string why = a.device->check_fits(a.model.inference_bytes); !why.empty()) return why;
   // Our tensors, plus a pristine copy of the inputs for verification.
   const double needed = a.model.inference_bytes + a.model.param_bytes + a.model.src_bytes;
   const double available = double(available_bytes());
-  if (available > 0 && needed > available) {
-    a.error = "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";
-    notes.status = "out_of_memory";
-    notes.reason = a.error;
-    return;
-  }
-  if (c.cold) a.flush.assign(2 * last_level_cache_bytes(), 1);
+  if (available > 0 && needed > available)
+    return "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";
+  return {};
+}
+
+void set_up(Case& c, const RunOptions& o) {
+  release_active_case();
+  Active& a = active();
+  a.c = &c;
+  a.device = &device_runtime(c.kernel->info.device);
+  a.model = model(c.problem);
+  if (std::string why = check_memory(a); !why.empty()) return end_case(a, Status::out_of_memory, why, o.seed);
   try {
     release_free_memory();
     reset_rss_peak();
     a.baseline_rss = rss_bytes();
-    a.ts = make_tensors(c.problem);
-    fill_inputs(a.ts, c.problem, o.seed);
-    const InputDigests inputs = input_digests(a.ts, c.problem.op());
-    // Poisoned before prepare(): a GPU kernel uploads its outputs there, poison included.
-    for (Arg arg : output_args(c.problem))
-      poison(a.ts.at(arg));
-    a.kernel = c.kernel->make();
-    gpu_baseline(a);
-    a.kernel->prepare(c.problem, a.ts, Context{c.threads});
-    a.kernel->run(a.ts);
-    a.kernel->finish(a.ts);
+    a.session = std::make_unique<CaseSession>(*c.kernel, c.problem, Context{c.threads});
+    a.session->allocate(o.seed);
+    a.probe = a.device->probe();
+    a.probe->before_prepare();
+    a.session->prepare();
+    a.session->run();
+    a.session->finish();
     a.setup_peak_rss = rss_peak_bytes();
-    gpu_after_setup(a);
-    notes.details = a.kernel->details();
-    const Verdict v = verify_outputs(c.problem, a.ts, inputs, o.max_reference_macs);
-    notes.reason = v.reason;
-    if (v.status == Status::failed) {
-      a.error = "failed: " + v.reason + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
-      notes.status = "failed";
-      return;
-    }
-    notes.status = std::string(name(v.status));
+    a.probe->after_setup();
+    c.notes.details = a.session->kernel().details();
+    const Verdict v = a.session->verify(o.max_reference_macs);
+    c.notes.reason = v.reason;
+    c.notes.status = v.status;
+    if (v.status == Status::failed) return end_case(a, Status::failed, "failed: " + v.reason, o.seed);
+    if (c.cold && a.device->cold_by_copies()) a.session->make_input_copies(cold_copies(a.model));
+    a.timer = a.device->timer(c.blocking);
   } catch (const std::bad_alloc&) {
-    a.error = "out of memory: allocation failed (the model needs " + gib(needed) + " GiB, " +
-              gib(double(available_bytes())) + " GiB available)";
-    notes.status = "out_of_memory";
-    notes.reason = a.error;
+    end_case(a, Status::out_of_memory,
+             "out of memory: allocation failed (the model needs " + gib(a.model.inference_bytes) + " GiB, " +
+                 gib(double(available_bytes())) + " GiB available)",
+             o.seed);
   } catch (const std::exception& e) {
-    a.error =
-        std::string("failed: threw: ") + e.what() + " | repro: " + repro_line(*c.kernel, c.problem, o.seed);
-    notes.status = "failed";
-    notes.reason = a.error;
-  }
-  if (!a.error.empty()) {
-    if (a.kernel) a.kernel->release();
-    a.kernel.reset();
-    a.ts = TensorSet{};
+    end_case(a, Status::failed, std::string("failed: threw: ") + e.what(), o.seed);
   }
 }
 
@@ -167,116 +132,151 @@ void on_signal(int signo) {
   g_signal = signo;
 }
 
-void run_case(benchmark::State& state, const Case& c, const RunOptions& o) {
-  if (g_signal) {
-    state.SkipWithError(kInterrupted);
-    return;
-  }
-  if (!c.unsupported.empty()) {
-    case_notes()[c.name].status = "unsupported";
-    case_notes()[c.name].reason = c.unsupported;
-    state.SkipWithError(("unsupported: " + c.unsupported).c_str());
-    return;
-  }
-  Active& a = active();
-  if (a.c != &c) set_up(c, o);
-  state.SetLabel(print(c.problem));
-  if (!a.error.empty()) {
-    state.SkipWithError(a.error.c_str());
-    return;
-  }
-  const CaseNotes& notes = case_notes()[c.name];
+// A repetition past the stopping point: no work; the reporter drops it.
+void idle_call(benchmark::State& state) {
+  for (auto _ : state)
+    state.SetIterationTime(1e-9);
+}
 
-  CpuSampler sampler;
-  reset_rss_peak();
-  double total = 0, wall_total = 0;
-#ifdef LB_HAVE_CUDA
-  std::optional<cuda::EventTimer> timer;
-  cuda::GpuUtilSampler gpu_util;
-  if (a.gpu) {
-    timer.emplace(c.blocking);
-    cuda::reset_device_peak();
-    gpu_util.start();
-  }
-#endif
-  sampler.start();
-  try {
-    for (auto _ : state) {
-      if (g_signal) {
-        sampler.stop();
-        state.SkipWithError(kInterrupted);
-        break;
-      }
-      double dt = 0;
-      const double t0 = wall_seconds();
-      if (a.gpu) {
-#ifdef LB_HAVE_CUDA
-        if (c.cold) cuda::flush_l2();  // queued before the start event: not timed
-        timer->start();
-        a.kernel->run(a.ts);
-        dt = timer->stop();  // waits, spinning or blocking as the case says
-#endif
-      } else {
-        if (c.cold) {  // evict the caches outside the timed region
-          for (size_t i = 0; i < a.flush.size(); i += 64) a.flush[i] = char(a.flush[i] + 1);
-        }
-        const double start = wall_seconds();
-        a.kernel->run(a.ts);
-        dt = wall_seconds() - start;
-      }
-      wall_total += wall_seconds() - t0;
-      state.SetIterationTime(dt);
-      total += dt;
+struct Timed {
+  double device = 0, wall = 0;  // seconds over the loop: the Timer's, and the host's
+};
+
+Timed timed_loop(benchmark::State& state, Active& a) {
+  Timed t;
+  const Case& c = *a.c;
+  for (auto _ : state) {
+    if (g_signal) {
+      state.SkipWithError(kInterrupted);
+      break;
     }
-  } catch (const std::exception& e) {
-    sampler.stop();
-    a.error = std::string("failed: threw while timed: ") + e.what();
-    case_notes()[c.name].status = "failed";
-    case_notes()[c.name].reason = a.error;
-    state.SkipWithError(a.error.c_str());
-    return;
+    const double t0 = wall_seconds();
+    if (c.cold) {  // outside the timed region
+      a.device->flush_caches();
+      a.session->rotate_inputs();
+    }
+    a.timer->start();
+    a.session->run();
+    const double dt = a.timer->stop();
+    t.wall += wall_seconds() - t0;
+    state.SetIterationTime(dt);
+    t.device += dt;
   }
-  if (g_signal) return;
-  sampler.stop();
-  const size_t peak_rss = std::max(a.setup_peak_rss, rss_peak_bytes());
+  return t;
+}
 
-  const double seconds = total / double(state.iterations());
+// Google Benchmark's first repetition probes for an iteration count with calls of
+// growing length that are not reported; its last call and every later repetition run
+// the same count. So the repetitions are the calls with the latest call's count.
+void count_repetition(benchmark::State& state, Active& a, double seconds, const Repetitions& r) {
+  a.timed_seconds += seconds;
+  if (int64_t(state.iterations()) != a.repetition_iterations) {
+    a.repetition_iterations = int64_t(state.iterations());
+    a.repetition_means.clear();
+  }
+  a.repetition_means.push_back(seconds / double(state.iterations()));
+  const auto& m = a.repetition_means;
+  const double n = double(m.size());
+  double mean = 0, sq = 0;
+  for (double x : m)
+    mean += x / n;
+  for (double x : m)
+    sq += (x - mean) * (x - mean);
+  const double rse = n > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean / std::sqrt(n) : -1;
+  CaseNotes& notes = a.c->notes;
+  notes.rse = rse;
+  notes.kept_repetitions = int(m.size());
+  if (r.fixed || int(m.size()) < r.min) return;
+  if (rse >= 0 && rse <= r.rse_target)
+    notes.stop = "rse";
+  else if (a.timed_seconds >= r.cap_seconds || int(m.size()) >= r.max)
+    notes.stop = "cap";
+  a.repetitions_done = !notes.stop.empty();
+}
+
+void set_counters(benchmark::State& state, const Active& a, const Timed& t, size_t peak_rss,
+                  const RunOptions& o) {
+  const Case& c = *a.c;
+  const double seconds = t.device / double(state.iterations());
   const Model& m = a.model;
   auto& k = state.counters;
   k["lb_flop_per_s"] = m.flops / seconds;
   k["lb_bytes_per_s"] = m.min_bytes / seconds;
+  const bool gpu = c.kernel->info.device == Device::gpu;
   if (o.peaks)
-    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads, a.gpu))
+    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads, gpu))
       k["lb_pct_peak"] = 100.0 * m.flops / seconds / peak->ops_per_second;
-  k["lb_cpu_util_avg"] = sampler.average();
-  k["lb_cpu_util_peak"] = sampler.peak();
   k["lb_host_peak_bytes"] = double(peak_rss > a.baseline_rss ? peak_rss - a.baseline_rss : 0);
-  k["lb_tensor_bytes"] = double(a.ts.bytes());
-  k["lb_scratch_bytes"] = double(a.kernel->scratch_bytes());
+  k["lb_tensor_bytes"] = double(a.session->tensors().bytes());
+  k["lb_scratch_bytes"] = double(a.session->kernel().scratch_bytes());
   k["lb_pred_param_bytes"] = m.param_bytes;
   k["lb_pred_act_bytes"] = m.src_bytes + m.dst_bytes + m.relu_bytes;
   k["lb_pred_macs"] = double(m.macs);
-  k["lb_mistrusted"] = notes.status == "mistrusted" ? 1 : 0;
+  k["lb_mistrusted"] = c.notes.status == Status::mistrusted ? 1 : 0;
   k["lb_batch"] = double(c.problem.batch());
-#ifdef LB_HAVE_CUDA
-  if (a.gpu) {
-    gpu_util.stop();
-    const size_t device_peak = std::max(a.device_setup_peak, cuda::device_bytes_peak());
-    const size_t driver_now = std::max(a.driver_setup, cuda::driver_used_bytes());
-    k["lb_device_peak_bytes"] = double(device_peak > a.device_base ? device_peak - a.device_base : 0);
-    k["lb_device_driver_bytes"] = double(driver_now > a.driver_base ? driver_now - a.driver_base : 0);
-    if (gpu_util.average() >= 0) {
-      k["lb_gpu_util_avg"] = gpu_util.average();
-      k["lb_gpu_util_peak"] = gpu_util.peak();
-    }
-    k["lb_gpu_busy_pct"] = wall_total > 0 ? 100.0 * total / wall_total : 0;
-    k["lb_host_wall_per_run_s"] = wall_total / double(state.iterations());
+  if (gpu) {
+    k["lb_host_wall_per_run_s"] = t.wall / double(state.iterations());
     k["lb_blocking_sync"] = c.blocking ? 1 : 0;
   }
-#endif
+}
+
+void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
+  if (g_signal) return state.SkipWithError(kInterrupted);
+  if (!c.unsupported.empty()) {
+    c.notes.status = Status::unsupported;
+    c.notes.reason = c.unsupported;
+    return state.SkipWithError(("unsupported: " + c.unsupported).c_str());
+  }
+  Active& a = active();
+  if (a.c != &c) set_up(c, o);
+  state.SetLabel(print(c.problem));
+  if (!a.error.empty()) return state.SkipWithError(a.error.c_str());
+  if (a.repetitions_done) return idle_call(state);
+
+  CpuSampler sampler;
+  reset_rss_peak();
+  a.probe->begin_timed();
+  sampler.start();
+  Timed t;
+  try {
+    t = timed_loop(state, a);
+  } catch (const std::exception& e) {
+    sampler.stop();
+    end_case(a, Status::failed, std::string("failed: threw while timed: ") + e.what(), o.seed);
+    return state.SkipWithError(a.error.c_str());
+  }
+  sampler.stop();
+  if (g_signal) return;
+  Counters device;
+  a.probe->end_timed(t.device, t.wall, device);
+  for (const auto& [key, value] : device)
+    state.counters[key] = value;
+  state.counters["lb_cpu_util_avg"] = sampler.average();
+  state.counters["lb_cpu_util_peak"] = sampler.peak();
+  if (sampler.sched_run() >= 0) {  // the scheduler's accounting of the same loop
+    state.counters["lb_cpu_sched_run_pct"] = sampler.sched_run();
+    state.counters["lb_cpu_sched_wait_pct"] = sampler.sched_wait();
+  }
+  const size_t peak_rss = std::max(a.setup_peak_rss, rss_peak_bytes());
+  set_counters(state, a, t, peak_rss, o);
+  // Google Benchmark's max_bytes_used field: the same high-water mark, over every call.
+  c.notes.max_bytes_used = std::max(c.notes.max_bytes_used, double(peak_rss > a.baseline_rss ? peak_rss - a.baseline_rss : 0));
+  count_repetition(state, a, t.device, o.repetitions);
 }
 
 }  // namespace
+
+std::string cold_cache_method() {
+  return "host: each case rotates copies of its inputs and weights between timed runs, as many as make twice "
+         "the last-level cache (" +
+         std::to_string(last_level_cache_bytes() >> 20) + " MiB reported), at most " +
+         std::to_string(int(kColdCopyBytes) >> 20) + " MiB and " + std::to_string(kMaxColdCopies) +
+         " copies (weights a kernel packed in prepare() stay warm); GPU: L2 flushed before each run";
+}
+
+void release_active_case() {
+  active() = Active{};  // the session's destructor releases the kernel
+}
 
 void install_interrupt_handlers() {
   struct sigaction sa {};
@@ -299,56 +299,29 @@ void warm_up(const std::vector<Case>& cases) {
         c.kernel->info.id + "|" + std::string(name(c.problem.dt)) + "|" + std::to_string(c.threads);
     if (!done.insert(key).second) continue;
     try {
-      const Problem small = with_batch(c.problem, 1);
-      TensorSet ts = make_tensors(small);
-      fill_inputs(ts, small, 0);
-      auto kernel = c.kernel->make();
-      kernel->prepare(small, ts, Context{c.threads});
-      kernel->run(ts);
-      kernel->finish(ts);
-      kernel->release();
-    } catch (const std::exception&) {
-      // The case itself will report what went wrong.
+      // The case's own problem where it is cheap: a library's lazily made buffers (oneDNN's
+      // GEMM packing space for a batch's shape, 3 MB) are start-up too, and a batch-1
+      // problem takes another path that does not make them.
+      const bool cheap = model(c.problem).macs <= kWarmUpMacs;
+      CaseSession s(*c.kernel, cheap ? c.problem : with_batch(c.problem, 1), Context{c.threads});
+      s.allocate(0);
+      s.prepare();
+      s.run();
+      s.finish();
+    } catch (const std::exception& e) {
+      // The case itself reports what went wrong; said here too, since a broken device
+      // context would otherwise surface first in a later, innocent case.
+      std::fprintf(stderr, "layerbench: warm-up of %s failed: %s\n", key.c_str(), e.what());
     }
   }
 }
 
-std::map<std::string, CaseNotes>& case_notes() {
-  static std::map<std::string, CaseNotes> notes;
-  return notes;
-}
-
-void register_cases(const std::vector<Case>& cases, const RunOptions& options) {
-  for (const Case& c : cases) {
-    const KernelEntry& k = *c.kernel;
-    case_notes()[c.name].identity = {{"lb_kernel", k.info.id},
-                                     {"lb_backend", std::string(k.backend())},
-                                     {"lb_device", name(k.info.device)},
-                                     {"lb_op", std::string(k.op_name())},
-                                     {"lb_type", layer_type(c.problem)},
-                                     {"lb_dtype", name(c.problem.dt)},
-                                     {"lb_relu", name(c.problem.relu)},
-                                     {"lb_problem", print(c.problem)},
-                                     {"lb_layer", c.problem.name},
-                                     {"lb_threads", c.threads},
-                                     {"lb_cache", c.cold ? "cold" : "hot"}};
+void register_cases(std::vector<Case>& cases, const RunOptions& options) {
+  for (Case& c : cases) {
+    auto* b = benchmark::RegisterBenchmark(c.name.c_str(),
+                                           [&c, options](benchmark::State& s) { run_case(s, c, options); });
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
   }
-  for (const Case& c : cases)
-    benchmark::RegisterBenchmark(c.name.c_str(),
-                                 [&c, options](benchmark::State& s) { run_case(s, c, options); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
-}
-
-void PeakMemoryManager::Start() {
-  reset_rss_peak();
-}
-
-void PeakMemoryManager::Stop(Result& result) {
-  const Active& a = active();
-  const size_t peak = std::max(a.setup_peak_rss, rss_peak_bytes());
-  result.max_bytes_used = int64_t(peak > a.baseline_rss ? peak - a.baseline_rss : 0);
-  if (a.c) case_notes()[a.c->name].max_bytes_used = double(result.max_bytes_used);
 }
 
 }  // namespace lb::bench

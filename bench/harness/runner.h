@@ -1,28 +1,35 @@
 // Runs one case as a Google Benchmark function. Google Benchmark calls the function
-// several times per case (to find the iteration count, per repetition, and once more
-// for the memory manager), so the expensive part — allocate and fill (seeded),
-// prepare(), one verified run — happens on the first call and is kept until the next
-// case starts. Every call then times run() (manual time, steady clock), samples CPU
-// utilisation and tracks the resident high-water mark, and sets the counters:
+// several times per case (to find the iteration count, then once per repetition), so the expensive part — the CaseSession's allocate, prepare and
+// one verified run — happens on the first call and is kept until the next case starts.
+// Every call then times run() with the device's Timer (manual time), samples CPU
+// utilisation, tracks the resident high-water mark and sets the counters:
 //
 //   lb_flop_per_s     model FLOPs / mean time per run()     lb_bytes_per_s  minimum bytes / time
 //   lb_pct_peak       lb_flop_per_s / measured peak (dtype, threads), when one applies
 //   lb_cpu_util_avg   process CPU time / wall time over the timed loop (100 = one core)
 //   lb_cpu_util_peak  highest 10 ms sample of the same
-//   lb_host_peak_bytes  resident high-water mark above the pre-case baseline
+//   lb_cpu_sched_run_pct, lb_cpu_sched_wait_pct  the scheduler's accounting of the same loop:
+//                     time on a CPU, and time runnable but waiting for one (100 = one thread)
+//   lb_host_peak_bytes  resident high-water mark above the pre-case baseline (also written as
+//                     Google Benchmark's max_bytes_used; no separate memory-manager run is made)
 //   lb_tensor_bytes   bytes of our tensors;  lb_scratch_bytes  what the kernel holds beyond them
 //   lb_pred_param_bytes, lb_pred_act_bytes, lb_pred_macs  the analytic model
-//   lb_max_error, lb_tolerance, lb_mistrusted  the verification verdict
+//   lb_mistrusted     the verification verdict;  lb_rse_pct  the repetitions' relative standard error
+//   GPU cases add what the device's probe reports (kernels/device.h) and lb_host_wall_per_run_s.
 //
-// A case that does not fit (the model's bytes exceed MemAvailable), throws, or fails
+// Adaptive repetitions (nvbench's idea on Google Benchmark's repetitions): a case stops
+// repeating once the relative standard error of its mean time is at most the target, or
+// its time cap is reached (at least min_repetitions either way); the notes record which
+// ("rse" or "cap"). Google Benchmark still calls the remaining repetitions; they do no
+// work and the reporter drops them and recomputes the aggregates from the kept ones.
+//
+// A case that does not fit (the model's bytes exceed available memory), throws, or fails
 // verification becomes an error entry ("out of memory: ...", "failed: ... repro: ...")
 // and is never timed.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
-#include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "bench/harness/peaks.h"
@@ -30,31 +37,29 @@
 
 namespace lb::bench {
 
-using Json = nlohmann::json;
+// How long each case is timed.
+struct Repetitions {
+  double rse_target = 0.01;  // stop once the mean's relative standard error is at most this
+  int min = 3, max = 20;     // repetitions kept, whatever the noise
+  double cap_seconds = 2.0;  // stop once this much timed work is done (and min reached)
+  bool fixed = false;        // --benchmark_repetitions given: exactly that many, as asked
+};
 
 struct RunOptions {
   uint64_t seed = 1;
   int64_t max_reference_macs = 0;
   const Peaks* peaks = nullptr;
+  Repetitions repetitions;
 };
 
-// What a case learnt beyond its counters, for the results file.
-struct CaseNotes {
-  Json identity;       // lb_kernel, lb_backend, lb_device, lb_op, lb_type, lb_dtype, lb_relu, lb_problem, ...
-  std::string status;  // passed, mistrusted, failed, unsupported, out_of_memory
-  std::string details;         // the kernel's details() (oneDNN's implementation, ...)
-  std::string reason;          // verdict or error, one line
-  double max_bytes_used = -1;  // from the memory manager's run; -1 if it did not run
-};
-// Keyed by benchmark name; written by the runner, read by the reporter.
-std::map<std::string, CaseNotes>& case_notes();
+// Registers every case with Google Benchmark (manual time, microseconds). The cases
+// must outlive the run: each carries its notes.
+void register_cases(std::vector<Case>& cases, const RunOptions& options);
 
-// Registers every case with Google Benchmark (manual time, microseconds).
-void register_cases(const std::vector<Case>& cases, const RunOptions& options);
-
-// Runs each distinct (kernel, dtype, threads) of the sweep once at batch 1, untimed and
+// Runs each distinct (kernel, dtype, threads) of the sweep once (its first case, or that
+// case at batch 1 when large), untimed and
 // unrecorded, so that one-time start-up (thread pools, JIT code, library state) is not
-// counted in the first case's host peak.
+// counted in the first case's host peak. A failure is printed and left to the case.
 void warm_up(const std::vector<Case>& cases);
 
 // SIGINT and SIGTERM stop the sweep: the case being timed and every later one end at
@@ -64,18 +69,10 @@ void install_interrupt_handlers();
 int interrupted_by();  // the signal, or 0
 inline constexpr const char* kInterrupted = "interrupted";
 
+// How cold cases are made cold, for the results context.
+std::string cold_cache_method();
+
 // Releases the last case's kernel and tensors (call after the run).
 void release_active_case();
-
-// Google Benchmark's memory manager: max_bytes_used is the resident high-water mark
-// above the current case's baseline during the extra memory run. (Google Benchmark
-// 1.7.1 serialises its copy of the result through a dangling pointer, so the reporter
-// writes the value kept in CaseNotes instead.)
-class PeakMemoryManager : public benchmark::MemoryManager {
- public:
-  void Start() override;
-  void Stop(Result& result) override;
-  void Stop(Result* result) override { Stop(*result); }
-};
 
 }  // namespace lb::bench

@@ -73,12 +73,13 @@ std::vector<Case> expand(const SweepSpec& spec) {
 
   std::vector<Case> cases;
   std::set<std::string> reported;  // kernel|reason of the unsupported entries already listed
+  std::set<std::string> names;     // the cases already expanded
   for (const Problem& p : problems)
     for (const KernelEntry& k : reg.kernels()) {
       if (k.op_name() != name(p.op())) continue;
       const std::string backend(k.backend());
       if (spec.backends.empty()
-              ? ((backend == "ref" || k.info.opt_in) && spec.kernels.empty())
+              ? ((backend == "ref" || k.info.opt_in) && spec.kernels.empty() && !spec.every_kernel)
               : std::find(spec.backends.begin(), spec.backends.end(), backend) == spec.backends.end())
         continue;
       if (!spec.kernels.empty() &&
@@ -88,15 +89,20 @@ std::vector<Case> expand(const SweepSpec& spec) {
       const bool gpu = k.info.device == Device::gpu;
       // Threads are a CPU axis, the way of waiting for the device a GPU one.
       const std::vector<bool> syncs = gpu ? spec.blocking_syncs : std::vector<bool>{false};
-      for (int t : spec.threads)
+      // Threads are an axis of multithreaded CPU kernels; the others run once, on one.
+      const bool threaded = k.info.multithreaded && !gpu;
+      const std::vector<int> threads = threaded ? spec.threads : std::vector<int>{1};
+      for (int t : threads)
         for (bool blocking : syncs) {
-          if (t > 1 && !(k.info.multithreaded && !gpu)) continue;
-          Case c{&k, p, t, spec.cold, blocking, {}, why};
+          Case c{&k, p, t, spec.cold, blocking, {}, why, {}};
           c.name = k.info.id + "/" + std::string(name(p.dt)) + "/" + problem_name(p, spec.cold, blocking) +
                    "/threads:" + std::to_string(t);
           // An unsupported pair is listed once per kernel and reason, whatever the
-          // problem, batch, ReLU mode or threads: one entry says it for all of them.
+          // problem, batch, ReLU mode or threads: one entry says it for all of them. A
+          // case is expanded once, however many sources or axes name it (a suite line
+          // with dt=bf16 and --dtype bf16 make the same case).
           if (!why.empty() && !reported.insert(k.info.id + "|" + why).second) continue;
+          if (!names.insert(c.name).second) continue;
           cases.push_back(std::move(c));
         }
     }

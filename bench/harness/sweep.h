@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/registry.h"
+#include "kernels/verify.h"
 
 namespace lb::bench {
 
@@ -16,9 +17,22 @@ struct SweepSpec {
   std::vector<Relu> relus;                              // empty: each problem's own
   std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
   std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
+  bool every_kernel = false;  // no filter means every kernel, ref and opt-in ones too (check)
   bool cold = false;                                    // flush caches between timed iterations
   std::vector<bool> blocking_syncs = {false};           // GPU kernels: spin (false) and/or blocking waits
   int shard = 0, shards = 1;                            // run cases with index % shards == shard
+};
+
+// What became of a case beyond its counters, for the results file; filled as it runs.
+struct CaseNotes {
+  Status status = Status::passed;
+  std::string details;         // the kernel's details() (oneDNN's implementation, ...)
+  std::string reason;          // verdict or error, one line
+  std::string repro;           // a command that reproduces a failure
+  double max_bytes_used = -1;  // resident high-water mark above the baseline; -1 if never timed
+  double rse = -1;             // relative standard error of the mean time, over the kept repetitions
+  int kept_repetitions = 0;    // the repetitions that did work (the rest are dropped)
+  std::string stop;            // why repetitions stopped: "rse" (target reached) or "cap"
 };
 
 struct Case {
@@ -29,6 +43,7 @@ struct Case {
   bool blocking = false;    // GPU: wait for the device by sleeping, not spinning
   std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N
   std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
+  CaseNotes notes;
 };
 
 // Throws lb::Error (one line) on an unknown suite, network, backend, kernel or a bad value.

@@ -1,0 +1,77 @@
+// The one lifecycle of a case — allocate, fill, digest inputs, poison outputs, prepare,
+// run, finish, verify, release — used by `check`, the timed benchmark cases, their
+// warm-up and the GPU peak probe. Whoever runs a kernel on a problem does it through
+// a CaseSession, so the order (and what each step may touch) is written once:
+//
+//   CaseSession s(kernel, problem, Context{threads});
+//   s.allocate(seed);   // every argument; inputs filled (seeded) and digested; outputs poisoned
+//   s.prepare();        // the kernel's untimed set-up (a GPU kernel uploads, poison included)
+//   s.run();            // the timed work: kernel.run()
+//   s.finish();         // untimed: wait, copy outputs back to the host tensors
+//   s.verify(macs);     // inputs untouched, every output written, within tolerance of ref
+//   s.release();        // also done by the destructor
+//
+// Outputs are poisoned before prepare() because a GPU kernel uploads its outputs there,
+// poison included: an element the kernel never writes comes back as poison.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/registry.h"
+#include "kernels/verify.h"
+
+namespace lb {
+
+class CaseSession {
+ public:
+  CaseSession(const KernelEntry& kernel, Problem problem, Context ctx = {});
+  ~CaseSession();
+  CaseSession(const CaseSession&) = delete;
+  CaseSession& operator=(const CaseSession&) = delete;
+
+  // Allocates every argument, fills the inputs from `seed`, digests them and poisons
+  // the outputs.
+  void allocate(uint64_t seed);
+  // Instead of allocate(): the given inputs (the reference run on a sample of another
+  // case's inputs); outputs are allocated and poisoned.
+  void adopt_inputs(TensorSet inputs);
+  void prepare();  // makes the kernel and prepares it (untimed)
+  void run();      // the timed work
+  void finish();   // untimed: outputs visible in tensors()
+  // The verdict on the outputs of the last run (verify_outputs in kernels/verify.h).
+  Verdict verify(int64_t max_reference_macs = kDefaultReferenceMacs) const;
+  void release();  // the kernel's release(); tensors stay until the session ends
+
+  // Cold cases on the host: `copies` more sets of the inputs, rotated into place
+  // before each run (rotate_inputs()), so that every timed run reads inputs that the
+  // last several runs did not touch — benchdnn's cold-cache method, at no cost per run.
+  void make_input_copies(int copies);
+  void rotate_inputs();
+  int input_copies() const { return int(copies_.size()); }
+
+  const Problem& problem() const { return problem_; }
+  const KernelEntry& entry() const { return entry_; }
+  TensorSet& tensors() { return ts_; }
+  Kernel& kernel() { return *kernel_; }
+  bool prepared() const { return kernel_ != nullptr; }
+
+ private:
+  const KernelEntry& entry_;
+  Problem problem_;
+  Context ctx_;
+  TensorSet ts_;
+  InputDigests digests_{};
+  std::unique_ptr<Kernel> kernel_;
+  std::vector<TensorSet> copies_;
+  size_t next_copy_ = 0;
+};
+
+// The full check of one kernel on one problem through a CaseSession. Never throws: a
+// kernel that throws fails, an allocation that fails is out_of_memory, a problem the
+// kernel (or the reference) declines is unsupported, with the reason.
+Verdict check_kernel(const KernelEntry& k, const Problem& p, uint64_t seed, const Context& ctx = {},
+                     int64_t max_reference_macs = kDefaultReferenceMacs);
+
+}  // namespace lb

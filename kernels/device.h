@@ -1,0 +1,87 @@
+// What the harness needs of a device besides its kernels: a Timer for the timed work,
+// per-case memory and utilisation accounting, a cache flush for cold cases, the
+// device's peak rates and the facts that go into a results file's context. The host's
+// runtime is built in (kernels/device.cpp); the GPU's comes from cuda/
+// (cuda/device_runtime.cpp) when CUDA is built, so that bench/ never names CUDA.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace lb {
+
+// Times the work queued between start() and stop(). Host: the steady clock around the
+// call. GPU: a CUDA event pair, waited for by spinning or blocking (Case::blocking).
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  virtual void start() = 0;
+  virtual double stop() = 0;  // seconds of work since start(), once it has finished
+};
+
+// Counters a case reports, by name (lb_device_peak_bytes, lb_gpu_util_avg, ...).
+using Counters = std::map<std::string, double>;
+
+// One case's device-side measurements, from before prepare() to after the timed loop.
+class DeviceProbe {
+ public:
+  virtual ~DeviceProbe() = default;
+  virtual void before_prepare() {}  // the baseline: what the device held before the case
+  virtual void after_setup() {}     // after prepare() and the verified run
+  virtual void begin_timed() {}
+  // busy = the Timer's seconds over the loop, wall = the host's; adds the counters.
+  virtual void end_timed(double busy_seconds, double wall_seconds, Counters& out) {
+    (void)busy_seconds, (void)wall_seconds, (void)out;
+  }
+};
+
+// A device's ceiling: FLOP/s of its best GEMM for a dtype, or bytes/s of a copy.
+struct DevicePeak {
+  std::string kind;  // "gpu_<dtype>_gemm", "gpu_d2d_copy"
+  double ops_per_second = 0;
+  std::string how;
+};
+
+class DeviceRuntime {
+ public:
+  virtual ~DeviceRuntime() = default;
+  // Empty when the device can run kernels, else one line saying why not.
+  virtual std::string why_unavailable() const = 0;
+  // Empty when a case needing `bytes` of this device's memory may fit, else the
+  // out-of-memory reason (host memory is the harness's to check, for every device).
+  virtual std::string check_fits(double bytes) const {
+    (void)bytes;
+    return {};
+  }
+  virtual std::unique_ptr<Timer> timer(bool blocking) const = 0;
+  // Evicts the device's caches before a cold case's timed run (outside the timed
+  // region). The host's cold runs rotate copies of the inputs instead (CaseSession).
+  virtual void flush_caches() const {}
+  // Whether run() reads the host tensors, so that a cold case can rotate copies of its
+  // inputs (the host); a GPU kernel reads the device copies it made in prepare().
+  virtual bool cold_by_copies() const { return true; }
+  virtual std::unique_ptr<DeviceProbe> probe() const { return std::make_unique<DeviceProbe>(); }
+  // Measured once per machine by the harness (and cached); empty for the host, whose
+  // peaks are instruction loops (bench/harness/peaks.cpp).
+  virtual std::vector<DevicePeak> measure_peaks() const { return {}; }
+  // Results-context entries: model, driver, library versions, clocks.
+  virtual std::vector<std::pair<std::string, std::string>> context() const { return {}; }
+};
+
+// "12.34": bytes in GiB with two decimals, as out-of-memory reasons give them.
+std::string gib(double bytes);
+
+// The runtime of a device: the host's always; the GPU's where cuda/ is built (else
+// one whose why_unavailable() says so). Defined in kernels/backends.cpp.
+const DeviceRuntime& device_runtime(Device d);
+
+const DeviceRuntime& host_runtime();    // kernels/device.cpp
+const DeviceRuntime& no_gpu_runtime();  // kernels/device.cpp: builds without cuda/
+const DeviceRuntime& cuda_runtime();  // cuda/device_runtime.cpp, built with LB_HAVE_CUDA
+
+}  // namespace lb
