@@ -15,11 +15,15 @@
 
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
+#include "bench/cli/run_args.h"
+#include "bench/harness/sweep.h"
 #include "bench/harness/run.h"
 #include "kernels/common.h"
 #include "kernels/data.h"
 #include "kernels/model.h"
+#include "kernels/ops/traits.h"
 #include "kernels/registry.h"
+#include "kernels/case_session.h"
 #include "kernels/verify.h"
 
 namespace lb::cli {
@@ -58,20 +62,14 @@ int cmd_list(const std::vector<std::string>& argv) {
     backends += " " + b;
   std::cout << "backends built in:" << backends << "\n\n";
   Table t({"kernel", "device", "acc", "dtypes", "idea"}, {true, true, true, true, true});
-  // Small problems of each op probe which dtypes a kernel supports: a dtype counts when
-  // any probe of the op is supported (a depthwise-only kernel declines the standard one).
-  const std::map<std::string, std::vector<std::string>> probes = {
-      {"dense", {"dense mb=2 ic=8 oc=8"}},
-      {"conv2d",
-       {"conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1",
-        "conv2d mb=1 ic=4 ih=8 iw=8 oc=4 kh=3 kw=3 ph=1 g=4"}},
-      {"lstm", {"lstm mb=2 t=2 ic=8 hc=8"}}};
+  // The op's probe problems (its OpTraits) tell which dtypes a kernel supports: a dtype
+  // counts when any probe of the op is supported (a depthwise-only kernel declines the rest).
   std::vector<std::string> reasons;
   for (const auto& k : reg.kernels()) {
     std::string dtypes;
     for (DType dt : kAllDTypes) {
       std::string why;
-      for (const std::string& line : probes.at(std::string(k.op_name()))) {
+      for (std::string_view line : traits(parse_op(k.op_name())).probes) {
         Problem p = parse_problem(line);
         p.dt = dt;
         why = k.supports(p);
@@ -193,79 +191,39 @@ int cmd_analyze(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// A case's verdict without running what need not run: unsupported pairs (expand()
+// found the reason) and problems over --max-macs.
+Verdict check_case(const bench::Case& c, const CheckArgs& args) {
+  Verdict v;
+  if (!c.unsupported.empty()) {
+    v.status = Status::unsupported;
+    v.reason = c.unsupported;
+  } else if (const int64_t macs = model(c.problem).macs; args.max_macs && macs > args.max_macs) {
+    v.status = Status::not_run;
+    v.reason = "the problem has " + with_commas(macs) + " MACs, more than --max-macs " + with_commas(args.max_macs);
+  } else {
+    v = check_kernel(*c.kernel, c.problem, args.seed, Context{c.threads}, args.reference_macs);
+  }
+  return v;
+}
+
 int cmd_check(const std::vector<std::string>& argv) {
-  const Args a = parse_args(
-      "check", argv,
-      {"suite", "network", "problem", "backend", "kernel", "batch", "dtype", "seed", "threads", "max-macs"},
-      {"full"});
-  if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
-  const int sources =
-      int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
-  if (sources > 1) throw Error("check: give one of --suite, --network, --problem");
-
-  // Everything is parsed and validated before the first line of output.
-  std::vector<Problem> problems;
-  if (auto s = a.get("problem"))
-    problems = {parse_problem(*s)};
-  else if (auto n = a.get("network"))
-    problems = lb::problems(load_network(*n, a.integer("batch", 1), DType::f32));
-  else
-    problems = load_suite(a.get("suite").value_or("smoke"));
-  if (a.get("batch") && !a.get("network"))
-    for (Problem& p : problems)
-      p = with_batch(p, a.integer("batch", 1));
-  if (auto d = a.get("dtype")) {
-    std::vector<Problem> typed;
-    for (const std::string& item : split_list(*d)) {
-      const DType dt = parse_dtype(item);
-      for (Problem p : problems) {
-        p.dt = dt;
-        typed.push_back(p);
-      }
-    }
-    problems = typed;
+  // Everything is parsed and validated, and the cases expanded, before the first line of output.
+  const CheckArgs args = parse_check_args(argv);
+  const std::vector<bench::Case> cases = bench::expand(args.spec);
+  int counts[std::size(kAllStatuses)] = {};
+  for (const bench::Case& c : cases) {
+    const Verdict v = check_case(c, args);
+    ++counts[int(v.status)];
+    std::printf("%-13s %-24s %s\n              %s\n", std::string(name(v.status)).c_str(), c.kernel->info.id.c_str(),
+                print(c.problem).c_str(), v.reason.c_str());
+    if (v.status == Status::failed) std::printf("              repro: %s\n", v.repro.c_str());
+    std::fflush(stdout);
   }
-  const Registry& reg = registry();
-  std::vector<const KernelEntry*> kernels;
-  for (const auto& k : reg.kernels())
-    if ((!a.get("backend") || k.backend() == *a.get("backend")) &&
-        (!a.get("kernel") || k.info.id == *a.get("kernel")))
-      kernels.push_back(&k);
-  if (kernels.empty()) {
-    const std::vector<std::string> built = reg.backends();
-    if (auto b = a.get("backend"); b && std::find(built.begin(), built.end(), *b) == built.end()) {
-      std::string list;
-      for (const auto& name : built)
-        list += " " + name;
-      throw Error("check: unknown backend '" + *b + "' (built in:" + list + ")");
-    }
-    throw Error("check: no kernel matches --kernel " + a.get("kernel").value_or("") +
-                " (see layerbench list)");
-  }
-  const uint64_t seed = uint64_t(a.integer("seed", 1, 0));
-  const int64_t max_macs = a.integer("max-macs", 0, 0);  // 0: no limit
-  const Context ctx{int(a.integer("threads", 1))};
-
-  int counts[4] = {0, 0, 0, 0};
-  for (const Problem& p : problems)
-    for (const KernelEntry* k : kernels) {
-      if (k->op_name() != name(p.op())) continue;
-      Verdict v;
-      if (max_macs && model(p).macs > max_macs) {
-        v.status = Status::skipped;
-        v.reason = "the problem has " + with_commas(model(p).macs) + " MACs, more than --max-macs " +
-                   with_commas(max_macs);
-      } else {
-        v = check_kernel(*k, p, seed, ctx, a.on("full") ? 0 : kDefaultReferenceMacs);
-      }
-      ++counts[int(v.status)];
-      std::printf("%-10s %-24s %s\n           %s\n", std::string(name(v.status)).c_str(), k->info.id.c_str(),
-                  print(p).c_str(), v.reason.c_str());
-      if (v.status == Status::failed) std::printf("           repro: %s\n", v.repro.c_str());
-      std::fflush(stdout);
-    }
-  std::printf("check: %d passed, %d failed, %d skipped, %d mistrusted\n", counts[int(Status::passed)],
-              counts[int(Status::failed)], counts[int(Status::skipped)], counts[int(Status::mistrusted)]);
+  std::string summary;
+  for (Status s : kAllStatuses)
+    summary += (summary.empty() ? "" : ", ") + std::to_string(counts[int(s)]) + " " + std::string(name(s));
+  std::printf("check: %s\n", summary.c_str());
   return counts[int(Status::failed)] ? 1 : 0;
 }
 
@@ -291,7 +249,7 @@ int main(int argc, char** argv) {
   try {
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
-      std::fputs(lb::bench::kRunUsage, stdout);
+      std::fputs(lb::cli::kRunUsage, stdout);
       std::fputs(kUsageFooter, stdout);
       return 0;
     }

@@ -7,46 +7,93 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <iostream>
 
 #include "bench/cli/args.h"
+#include "bench/cli/format.h"
+#include "bench/cli/run_args.h"
 #include "bench/harness/peaks.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/results.h"
 #include "bench/harness/runner.h"
 #include "bench/harness/sweep.h"
 #include "bench/harness/sysinfo.h"
-
-#ifdef LB_HAVE_CUDA
-#include "cuda/runtime.h"
-#endif
 #include "kernels/common.h"
-#include "kernels/registry.h"
-#include "kernels/verify.h"
+#include "kernels/device.h"
 
 namespace lb::bench {
-
-const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
-      [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
-      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
-      [--shard i/n] [--out results/runs/NAME.json] [--resume] [--seed N] [--list]
-      [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks] [--benchmark_*...]
-                                     time every kernel that supports each case (Google Benchmark
-                                     inside; every --benchmark_* flag works). --backend all includes
-                                     ref, which is otherwise left out; --list only lists the cases
-  merge OUT.json IN.json|IN.jsonl... merge shards or interrupted runs into one results file
-)";
-
 namespace {
 
-template <class T, class F>
-std::vector<T> list_of(const cli::Args& a, const std::string& flag, F parse) {
-  std::vector<T> out;
-  if (auto v = a.get(flag))
-    for (const std::string& item : cli::split_list(*v))
-      out.push_back(parse(item));
-  return out;
+int list_cases(const std::vector<Case>& cases) {  // a dry run: the cases, in order
+  for (const Case& c : cases)
+    std::cout << c.name << (c.unsupported.empty() ? "" : "  unsupported: " + c.unsupported) << "\n";
+  return 0;
+}
+
+// The cases still to run: a --resume skips those in <out>.jsonl; a new run starts a new log.
+std::vector<Case> cases_to_run(std::vector<Case> all, const cli::RunArgs& args, PreviousRuns& previous) {
+  if (args.resume)
+    previous = read_previous(args.out);
+  else if (!args.out.empty())
+    std::remove((args.out + "l").c_str());
+  std::vector<Case> cases;
+  for (Case& c : all)
+    if (!previous.cases.count(c.name)) cases.push_back(std::move(c));
+  if (args.resume)
+    std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", previous.cases.size(),
+                 args.out.c_str(), cases.size());
+  return cases;
+}
+
+bool any_gpu_case(const std::vector<Case>& cases) {
+  return std::any_of(cases.begin(), cases.end(),
+                     [](const Case& c) { return c.unsupported.empty() && c.kernel->info.device == Device::gpu; });
+}
+
+Peaks peaks_for(const std::vector<Case>& cases, bool remeasure) {
+  std::vector<int> cpu_threads;
+  for (const Case& c : cases)
+    if (c.unsupported.empty() && c.kernel->info.device == Device::cpu &&
+        std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
+      cpu_threads.push_back(c.threads);
+  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure);
+}
+
+// The results file's context: machine, build, libraries (the GPU's when a GPU case
+// runs), peaks and the run's settings.
+void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector<Case>& cases) {
+  for (const auto& [key, value] : build_context())
+    benchmark::AddCustomContext(key, value);
+  if (any_gpu_case(cases))
+    for (const auto& [key, value] : device_runtime(Device::gpu).context())
+      benchmark::AddCustomContext(key, value);
+  for (const Peak& p : peaks.all()) {
+    char buf[512];
+    const bool copy = p.kind == "gpu_d2d_copy";
+    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s",
+                  p.how.c_str());
+    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
+    benchmark::AddCustomContext(
+        "layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);
+  }
+  const RunOptions& o = args.options;
+  const Repetitions& r = o.repetitions;
+  benchmark::AddCustomContext("layerbench_peaks_cache", peaks.cache_path());
+  benchmark::AddCustomContext("layerbench_verify_reference_macs", std::to_string(o.max_reference_macs));
+  benchmark::AddCustomContext("layerbench_seed", std::to_string(o.seed));
+  benchmark::AddCustomContext("layerbench_shard",
+                              std::to_string(args.spec.shard) + "/" + std::to_string(args.spec.shards));
+  benchmark::AddCustomContext("layerbench_cache", args.cache);
+  if (args.spec.cold) benchmark::AddCustomContext("layerbench_cold_cache_method", cold_cache_method());
+  benchmark::AddCustomContext(
+      "layerbench_repetitions",
+      r.fixed ? "fixed (--benchmark_repetitions)"
+              : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
+                    " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) + " repetitions, at most " +
+                    cli::fixed(r.cap_seconds, 2) + " s of timed work");
+  benchmark::AddCustomContext("layerbench_rse_target", cli::fixed(100 * r.rse_target, 2));
+  if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
+    benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
 }
 
 // Google Benchmark 1.7 deprecates its CSV reporter but still offers it; so do we.
@@ -57,152 +104,8 @@ std::unique_ptr<benchmark::BenchmarkReporter> csv_reporter() {
 #pragma GCC diagnostic pop
 }
 
-int64_t positive(const std::string& flag, const std::string& s) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size() && v >= 1) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + flag + " " + s + ": expected integers >= 1");
-}
-
-}  // namespace
-
-int run_command(const std::vector<std::string>& argv) {
-  // --benchmark_* flags go to Google Benchmark untouched; the rest are ours.
-  std::vector<std::string> ours, gbench;
-  for (const std::string& arg : argv)
-    (arg.rfind("--benchmark_", 0) == 0 ? gbench : ours).push_back(arg);
-  const cli::Args a =
-      cli::parse_args("run", ours,
-                      {"suite", "network", "problem", "batch", "dtype", "relu", "threads", "backend",
-                       "kernel", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync"},
-                      {"resume", "remeasure-peaks", "list"});
-  if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
-
-  SweepSpec spec;
-  spec.suites = list_of<std::string>(a, "suite", [](const std::string& s) { return s; });
-  spec.networks = list_of<std::string>(a, "network", [](const std::string& s) { return s; });
-  if (auto p = a.get("problem")) spec.problems = {*p};
-  spec.batches = list_of<int64_t>(a, "batch", [](const std::string& s) { return positive("batch", s); });
-  if (a.get("dtype") == "all")
-    spec.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
-  else
-    spec.dtypes = list_of<DType>(a, "dtype", parse_dtype);
-  if (a.get("relu") == "all")
-    spec.relus.assign(std::begin(kAllRelus), std::end(kAllRelus));
-  else
-    spec.relus = list_of<Relu>(a, "relu", parse_relu);
-  if (a.get("threads"))
-    spec.threads =
-        list_of<int>(a, "threads", [](const std::string& s) { return int(positive("threads", s)); });
-  spec.backends = list_of<std::string>(a, "backend", [](const std::string& s) { return s; });
-  if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
-  spec.kernels = list_of<std::string>(a, "kernel", [](const std::string& s) { return s; });
-  if (auto v = a.get("sync")) {
-    spec.blocking_syncs.clear();
-    for (const std::string& item : cli::split_list(*v)) {
-      if (item != "spin" && item != "blocking") throw Error("--sync " + item + ": expected spin or blocking");
-      spec.blocking_syncs.push_back(item == "blocking");
-    }
-  }
-  const std::string cache = a.get("cache").value_or("hot");
-  if (cache != "hot" && cache != "cold") throw Error("--cache " + cache + ": expected hot or cold");
-  spec.cold = cache == "cold";
-  if (auto s = a.get("shard")) {
-    const size_t slash = s->find('/');
-    if (slash == std::string::npos) throw Error("--shard " + *s + ": expected i/n, e.g. 0/4");
-    try {
-      spec.shard = std::stoi(s->substr(0, slash));
-      spec.shards = std::stoi(s->substr(slash + 1));
-    } catch (const std::exception&) {
-      throw Error("--shard " + *s + ": expected i/n, e.g. 0/4");
-    }
-  }
-  RunOptions options;
-  options.seed = uint64_t(a.integer("seed", 1, 0));
-  options.max_reference_macs = a.integer("verify-macs", kDefaultReferenceMacs, 0);
-  double noisy_cv = 0.05;
-  if (auto v = a.get("noisy-cv")) {
-    try {
-      noisy_cv = std::stod(*v);
-    } catch (const std::exception&) {
-      throw Error("--noisy-cv " + *v + ": expected a number such as 0.05");
-    }
-  }
-  const std::string out = a.get("out").value_or("");
-  if (a.on("resume") && out.empty()) throw Error("run: --resume needs --out");
-  if (!out.empty() && !out.ends_with(".json"))
-    throw Error("--out " + out + ": expected a path ending in .json");
-
-  std::vector<Case> all = expand(spec);
-  if (a.on("list")) {  // a dry run: the cases this run would register, in order
-    for (const Case& c : all)
-      std::cout << c.name << (c.unsupported.empty() ? "" : "  unsupported: " + c.unsupported) << "\n";
-    return 0;
-  }
-  PreviousRuns previous;
-  if (a.on("resume"))
-    previous = read_previous(out);
-  else if (!out.empty())
-    std::remove((out + "l").c_str());  // a new run starts a new log
-  std::vector<Case> cases;
-  for (Case& c : all)
-    if (!previous.cases.count(c.name)) cases.push_back(std::move(c));
-  if (a.on("resume"))
-    std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", previous.cases.size(), out.c_str(),
-                 cases.size());
-
-  std::vector<int> cpu_threads;
-  bool any_gpu = false;
-  for (const Case& c : cases) {
-    if (!c.unsupported.empty()) continue;
-    if (c.kernel->info.device == Device::gpu)
-      any_gpu = true;
-    else if (std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
-      cpu_threads.push_back(c.threads);
-  }
-  const Peaks peaks = Peaks::for_threads(cpu_threads, any_gpu, a.on("remeasure-peaks"));
-  options.peaks = &peaks;
-
-  for (const auto& [key, value] : build_context())
-    benchmark::AddCustomContext(key, value);
-  for (const Peak& p : peaks.all()) {
-    char buf[512];
-    const bool copy = p.kind == "gpu_d2d_copy";
-    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s",
-                  p.how.c_str());
-    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
-    benchmark::AddCustomContext(
-        "layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);
-  }
-  benchmark::AddCustomContext("layerbench_peaks_cache", peaks.cache_path());
-  benchmark::AddCustomContext("layerbench_verify_reference_macs", std::to_string(options.max_reference_macs));
-  benchmark::AddCustomContext("layerbench_seed", std::to_string(options.seed));
-  benchmark::AddCustomContext("layerbench_shard",
-                              std::to_string(spec.shard) + "/" + std::to_string(spec.shards));
-  benchmark::AddCustomContext("layerbench_cache", cache);
-  if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
-    benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
-
-  // Google Benchmark's own flags, after our defaults so the user's win.
-  std::vector<std::string> gb_args = {"layerbench", "--benchmark_repetitions=3", "--benchmark_min_time=0.1"};
-  gb_args.insert(gb_args.end(), gbench.begin(), gbench.end());
-  std::vector<char*> gb_argv;
-  for (std::string& s : gb_args)
-    gb_argv.push_back(s.data());
-  int gb_argc = int(gb_argv.size());
-  benchmark::Initialize(&gb_argc, gb_argv.data());
-  if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
-
-  use_honest_allocator();
-  install_interrupt_handlers();
-  warm_up(cases);
-  PeakMemoryManager memory;
-  benchmark::RegisterMemoryManager(&memory);
-  register_cases(cases, options);
-  // --benchmark_format picks Google Benchmark's own display; else our compact lines.
+// --benchmark_format picks Google Benchmark's own display; else our compact lines.
+std::unique_ptr<benchmark::BenchmarkReporter> display_reporter(const std::vector<std::string>& gbench) {
   std::unique_ptr<benchmark::BenchmarkReporter> display;
   for (const std::string& f : gbench)
     if (f.rfind("--benchmark_format=", 0) == 0) {
@@ -216,22 +119,58 @@ int run_command(const std::vector<std::string>& argv) {
                                                                    ? benchmark::ConsoleReporter::OO_Defaults
                                                                    : benchmark::ConsoleReporter::OO_Tabular);
     }
-  Reporter reporter(out, cases.size(), std::move(previous), noisy_cv, std::move(display));
+  return display;
+}
+
+// Initialises Google Benchmark with its flags; false (after its message) on one it rejects.
+bool init_google_benchmark(const std::vector<std::string>& flags) {
+  // Google Benchmark keeps argv[0] (the context's "executable"): the strings must live on.
+  static std::vector<std::string> kept;
+  kept = {"layerbench"};
+  kept.insert(kept.end(), flags.begin(), flags.end());
+  std::vector<char*> argv;
+  for (std::string& s : kept)
+    argv.push_back(s.data());
+  int argc = int(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  return !benchmark::ReportUnrecognizedArguments(argc, argv.data());
+}
+
+int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, PreviousRuns previous) {
+  use_honest_allocator();
+  install_interrupt_handlers();
+  warm_up(cases);
+  register_cases(cases, args.options);
+  Reporter reporter(args.out, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench));
   benchmark::RunSpecifiedBenchmarks(&reporter);
   release_active_case();
-  benchmark::RegisterMemoryManager(nullptr);
   benchmark::Shutdown();
 
   std::cout << "\n" << cpu_gpu_table(reporter.runs());
+  const std::string& out = args.out;
   if (!out.empty()) std::cout << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
   if (const int signo = interrupted_by()) {
     std::fprintf(stderr, "layerbench: interrupted by %s after %zu of %zu cases; finished cases are in %s%s\n",
-                 strsignal(signo), reporter.cases_done(), cases.size(),
-                 out.empty() ? "(no --out file)" : out.c_str(),
+                 strsignal(signo), reporter.cases_done(), cases.size(), out.empty() ? "(no --out file)" : out.c_str(),
                  out.empty() ? "" : "; continue with the same command and --resume");
     return 128 + signo;
   }
   return reporter.any_failed() ? 1 : 0;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv) {
+  cli::RunArgs args = cli::parse_run_args(argv);
+  std::vector<Case> all = expand(args.spec);
+  if (args.list) return list_cases(all);
+  PreviousRuns previous;
+  std::vector<Case> cases = cases_to_run(std::move(all), args, previous);
+  const Peaks peaks = peaks_for(cases, args.remeasure_peaks);
+  args.options.peaks = &peaks;
+  add_context(args, peaks, cases);
+  if (!init_google_benchmark(args.gbench)) return 2;
+  return run_cases(cases, args, std::move(previous));
 }
 
 int merge_command(const std::vector<std::string>& argv) {

@@ -8,6 +8,5 @@ namespace lb::bench {
 
 int run_command(const std::vector<std::string>& argv);
 int merge_command(const std::vector<std::string>& argv);
-extern const char* const kRunUsage;
 
 }  // namespace lb::bench

@@ -1,0 +1,187 @@
+#include "bench/cli/run_args.h"
+
+#include <cmath>
+#include <iterator>
+
+#include "bench/cli/args.h"
+#include "kernels/common.h"
+#include "kernels/registry.h"
+#include "kernels/verify.h"
+
+namespace lb::cli {
+
+const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
+      [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
+      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
+      [--shard i/n] [--out results/runs/NAME.json] [--resume] [--seed N] [--list]
+      [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks]
+      [--rse 1] [--repetitions 3,20] [--case-time 2] [--benchmark_*...]
+                                     time every kernel that supports each case (Google Benchmark
+                                     inside; every --benchmark_* flag works). A case repeats until
+                                     the relative standard error of its mean time is at most --rse
+                                     percent, within --repetitions MIN,MAX and --case-time seconds
+                                     of timed work (--benchmark_repetitions=N: exactly N).
+                                     --backend all includes ref, which is otherwise left out;
+                                     --list only lists the cases
+  merge OUT.json IN.json|IN.jsonl... merge shards or interrupted runs into one results file
+)";
+
+namespace {
+
+template <class T, class F>
+std::vector<T> list_of(const Args& a, const std::string& flag, F parse) {
+  std::vector<T> out;
+  if (auto v = a.get(flag))
+    for (const std::string& item : split_list(*v))
+      out.push_back(parse(item));
+  return out;
+}
+
+std::string as_is(const std::string& s) {
+  return s;
+}
+
+int64_t positive(const std::string& flag, const std::string& s) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used == s.size() && v >= 1) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + " " + s + ": expected integers >= 1");
+}
+
+double number(const Args& a, const std::string& flag, double fallback, double min, const char* example) {
+  const auto v = a.get(flag);
+  if (!v) return fallback;
+  try {
+    size_t used = 0;
+    const double x = std::stod(*v, &used);
+    if (used == v->size() && std::isfinite(x) && x >= min) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + " " + *v + ": expected a number such as " + example);
+}
+
+// The flags both commands share: the problems (sources), the axes and the filters.
+const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch", "dtype", "backend", "kernel"};
+
+bench::SweepSpec sweep_spec(const Args& a) {
+  bench::SweepSpec spec;
+  spec.suites = list_of<std::string>(a, "suite", as_is);
+  spec.networks = list_of<std::string>(a, "network", as_is);
+  if (auto p = a.get("problem")) spec.problems = {*p};
+  spec.batches = list_of<int64_t>(a, "batch", [](const std::string& s) { return positive("batch", s); });
+  if (a.get("dtype") == "all")
+    spec.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
+  else
+    spec.dtypes = list_of<DType>(a, "dtype", parse_dtype);
+  spec.backends = list_of<std::string>(a, "backend", as_is);
+  if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
+  spec.kernels = list_of<std::string>(a, "kernel", as_is);
+  return spec;
+}
+
+void parse_shard(const std::string& s, bench::SweepSpec& spec) {
+  const size_t slash = s.find('/');
+  if (slash == std::string::npos) throw Error("--shard " + s + ": expected i/n, e.g. 0/4");
+  try {
+    spec.shard = std::stoi(s.substr(0, slash));
+    spec.shards = std::stoi(s.substr(slash + 1));
+  } catch (const std::exception&) {
+    throw Error("--shard " + s + ": expected i/n, e.g. 0/4");
+  }
+}
+
+std::vector<bool> parse_syncs(const std::string& v) {
+  std::vector<bool> out;
+  for (const std::string& item : split_list(v)) {
+    if (item != "spin" && item != "blocking") throw Error("--sync " + item + ": expected spin or blocking");
+    out.push_back(item == "blocking");
+  }
+  return out;
+}
+
+// --rse, --repetitions MIN,MAX, --case-time, and what Google Benchmark's own flags imply.
+bench::Repetitions parse_repetitions(const Args& a, const std::vector<std::string>& gbench) {
+  bench::Repetitions r;
+  r.rse_target = number(a, "rse", 100 * r.rse_target, 0, "1 (percent)") / 100;
+  r.cap_seconds = number(a, "case-time", r.cap_seconds, 0, "2 (seconds)");
+  if (auto v = a.get("repetitions")) {
+    const std::vector<std::string> mm = split_list(*v);
+    if (mm.size() != 2) throw Error("--repetitions " + *v + ": expected MIN,MAX, e.g. 3,20");
+    r.min = int(positive("repetitions", mm[0]));
+    r.max = int(positive("repetitions", mm[1]));
+    if (r.min > r.max) throw Error("--repetitions " + *v + ": MIN is larger than MAX");
+  }
+  for (const std::string& f : gbench)
+    r.fixed |= f.rfind("--benchmark_repetitions=", 0) == 0;
+  return r;
+}
+
+}  // namespace
+
+RunArgs parse_run_args(const std::vector<std::string>& argv) {
+  RunArgs r;
+  // --benchmark_* flags go to Google Benchmark, after our defaults so the user's win.
+  std::vector<std::string> ours;
+  r.gbench = {"--benchmark_min_time=0.1"};
+  for (const std::string& arg : argv)
+    (arg.rfind("--benchmark_", 0) == 0 ? r.gbench : ours).push_back(arg);
+  std::set<std::string> values = kSweepFlags;
+  values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
+                 "repetitions", "case-time"});
+  const Args a = parse_args("run", ours, values, {"resume", "remeasure-peaks", "list"});
+  if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
+
+  r.spec = sweep_spec(a);
+  if (a.get("relu") == "all")
+    r.spec.relus.assign(std::begin(kAllRelus), std::end(kAllRelus));
+  else
+    r.spec.relus = list_of<Relu>(a, "relu", parse_relu);
+  if (a.get("threads"))
+    r.spec.threads = list_of<int>(a, "threads", [](const std::string& s) { return int(positive("threads", s)); });
+  if (auto v = a.get("sync")) r.spec.blocking_syncs = parse_syncs(*v);
+  r.cache = a.get("cache").value_or("hot");
+  if (r.cache != "hot" && r.cache != "cold") throw Error("--cache " + r.cache + ": expected hot or cold");
+  r.spec.cold = r.cache == "cold";
+  if (auto s = a.get("shard")) parse_shard(*s, r.spec);
+
+  r.options.seed = uint64_t(a.integer("seed", 1, 0));
+  r.options.max_reference_macs = a.integer("verify-macs", kDefaultReferenceMacs, 0);
+  r.options.repetitions = parse_repetitions(a, r.gbench);
+  // Google Benchmark runs every case for MAX repetitions; those past the stopping point
+  // do no work (runner.h). Given globally, not per case, so that names stay as they were.
+  if (!r.options.repetitions.fixed)
+    r.gbench.insert(r.gbench.begin() + 1,
+                    "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
+  r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
+  r.out = a.get("out").value_or("");
+  r.resume = a.on("resume");
+  r.remeasure_peaks = a.on("remeasure-peaks");
+  r.list = a.on("list");
+  if (r.resume && r.out.empty()) throw Error("run: --resume needs --out");
+  if (!r.out.empty() && !r.out.ends_with(".json")) throw Error("--out " + r.out + ": expected a path ending in .json");
+  return r;
+}
+
+CheckArgs parse_check_args(const std::vector<std::string>& argv) {
+  std::set<std::string> values = kSweepFlags;
+  values.insert({"seed", "threads", "max-macs"});
+  const Args a = parse_args("check", argv, values, {"full"});
+  if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
+  const int sources =
+      int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
+  if (sources > 1) throw Error("check: give one of --suite, --network, --problem");
+  CheckArgs c;
+  c.spec = sweep_spec(a);
+  c.spec.every_kernel = true;  // ref and opt-in kernels are checked unless filtered out
+  c.threads = int(a.integer("threads", 1));
+  c.spec.threads = {c.threads};
+  c.seed = uint64_t(a.integer("seed", 1, 0));
+  c.max_macs = a.integer("max-macs", 0, 0);
+  c.reference_macs = a.on("full") ? 0 : kDefaultReferenceMacs;
+  return c;
+}
+
+}  // namespace lb::cli

@@ -1,0 +1,36 @@
+// The arguments of `layerbench run` and `layerbench check`, parsed and validated in one
+// place before anything runs: the problems and axes (a SweepSpec, which expand() turns
+// into cases for both commands) and each command's own settings. Every error is one
+// line naming the flag or token (lb::Error).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/harness/runner.h"
+#include "bench/harness/sweep.h"
+
+namespace lb::cli {
+
+struct RunArgs {
+  bench::SweepSpec spec;
+  bench::RunOptions options;
+  std::string out;              // results file (.json), empty: none
+  std::string cache = "hot";    // hot or cold
+  bool resume = false, remeasure_peaks = false, list = false;
+  double noisy_cv = 0.05;       // repetitions' coefficient of variation that marks a case noisy
+  std::vector<std::string> gbench;  // Google Benchmark's flags: our defaults, then the user's
+};
+RunArgs parse_run_args(const std::vector<std::string>& argv);
+extern const char* const kRunUsage;
+
+struct CheckArgs {
+  bench::SweepSpec spec;
+  uint64_t seed = 1;
+  int threads = 1;
+  int64_t max_macs = 0;        // problems with more MACs are not run (0: no limit)
+  int64_t reference_macs = 0;  // verify on a sample of the batch within this (0: the whole batch)
+};
+CheckArgs parse_check_args(const std::vector<std::string>& argv);
+
+}  // namespace lb::cli
