@@ -1,5 +1,8 @@
 #include "bench/harness/probes.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <malloc.h>
 #include <time.h>
 
@@ -56,9 +59,24 @@ size_t available_bytes() {
   return proc_kb("/proc/meminfo", "MemAvailable");
 }
 
+SchedTimes sched_times() {
+  SchedTimes t;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    double run_ns = 0, wait_ns = 0;
+    if (!(in >> run_ns >> wait_ns)) continue;  // a thread that ended meanwhile
+    t.run += run_ns * 1e-9;
+    t.wait += wait_ns * 1e-9;
+    t.available = true;
+  }
+  return t;
+}
+
 void CpuSampler::start() {
   stop();
   peak_ = 0;
+  start_sched_ = sched_times();
   start_wall_ = wall_seconds();
   start_cpu_ = process_cpu_seconds();
   running_ = true;
@@ -86,7 +104,13 @@ void CpuSampler::stop() {
   }
   wake_.notify_one();
   thread_.join();
-  average_ = w > start_wall_ ? 100.0 * (c - start_cpu_) / (w - start_wall_) : 0.0;
+  const SchedTimes sched = sched_times();
+  const double wall = w - start_wall_;
+  average_ = wall > 0 ? 100.0 * (c - start_cpu_) / wall : 0.0;
+  if (sched.available && start_sched_.available && wall > 0) {
+    sched_run_ = 100.0 * (sched.run - start_sched_.run) / wall;
+    sched_wait_ = 100.0 * (sched.wait - start_sched_.wait) / wall;
+  }
   // A loop shorter than one interval has no interval of its own: its peak is its average.
   if (peak_ < average_) peak_ = average_;
 }

@@ -32,8 +32,18 @@ void release_free_memory();
 // MemAvailable from /proc/meminfo: what can be allocated without swapping.
 size_t available_bytes();
 
+// The scheduler's own accounting of this process, summed over its threads
+// (/proc/self/task/*/schedstat): seconds on a CPU, and seconds runnable but waiting for
+// one. run + wait is what the threads asked for; wait is what a busy machine withheld.
+struct SchedTimes {
+  double run = 0, wait = 0;
+  bool available = false;  // false where the kernel has no schedstat
+};
+SchedTimes sched_times();
+
 // CPU utilisation as top shows it (100 = one core busy), averaged between start()
-// and stop(), and the highest value seen over any sampling interval in between.
+// and stop(), and the highest value seen over any sampling interval in between; and
+// the scheduler's view of the same interval, in the same unit (-1 where unavailable).
 class CpuSampler {
  public:
   explicit CpuSampler(double interval_seconds = 0.01) : interval_(interval_seconds) {}
@@ -42,6 +52,8 @@ class CpuSampler {
   void stop();
   double average() const { return average_; }
   double peak() const { return peak_; }
+  double sched_run() const { return sched_run_; }    // on a CPU
+  double sched_wait() const { return sched_wait_; }  // runnable, waiting for a CPU
 
  private:
   double interval_;
@@ -50,7 +62,8 @@ class CpuSampler {
   std::condition_variable wake_;  // stop() wakes the sampler at once instead of waiting out its sleep
   bool running_ = false;
   double start_wall_ = 0, start_cpu_ = 0;
-  double average_ = 0;
+  double average_ = 0, sched_run_ = -1, sched_wait_ = -1;
+  SchedTimes start_sched_;
   std::atomic<double> peak_{0};
 };
 

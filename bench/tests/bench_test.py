@@ -8,6 +8,7 @@ import json
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,6 +145,37 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("run", *slow, "--out", stopped, "--resume")
     check(f"{len(done)} cases already" in p.stderr, f"resume after SIGINT said: {p.stderr[:200]}")
     check({r["lb_case"] for r in load(stopped)["benchmarks"]} == todo, "resume after SIGINT did not finish the sweep")
+
+    # Adaptive repetitions (no --benchmark_repetitions): a case repeats until the mean's
+    # relative standard error is at most --rse or its time cap is reached, and says which;
+    # only the repetitions that did work are written, and the aggregates are theirs.
+    adaptive = os.path.join(tmp, "adaptive.json")
+    run("run", "--problem", "dense mb=16 ic=256 oc=256", "--backend", "ref", "--benchmark_min_time=0.01",
+        "--rse", "2", "--repetitions", "3,8", "--case-time", "0.5", "--out", adaptive)
+    written = load(adaptive)["benchmarks"]
+    reps = [r for r in written if r["run_type"] == "iteration"]
+    aggregates = {r["aggregate_name"]: r for r in written if r["run_type"] == "aggregate"}
+    times = [r["real_time"] for r in reps]
+    check(3 <= len(reps) <= 8 and all(r["repetitions"] == len(reps) for r in reps), f"{len(reps)} repetitions kept")
+    if len(times) >= 2:
+        mean, sd = sum(times) / len(times), statistics.stdev(times)
+        check(math.isclose(aggregates["mean"]["real_time"], mean, rel_tol=1e-9), "mean is not the kept repetitions'")
+        check(math.isclose(aggregates["stddev"]["real_time"], sd, rel_tol=1e-9), "stddev is not the kept repetitions'")
+        rse = 100 * sd / mean / math.sqrt(len(times))
+        check(all(math.isclose(r["lb_rse_pct"], rse, rel_tol=1e-6) for r in reps), f"lb_rse_pct is not {rse:.3f}")
+        stop = reps[0].get("lb_stop")
+        check(stop == "rse" and rse <= 2 or stop == "cap" and (len(reps) == 8 or rse > 2),
+              f"stopped for {stop!r} at {len(reps)} repetitions, rse {rse:.2f} %")
+
+    # Cold caches cost set-up (copies of the inputs), never time per run: a cold sweep
+    # takes at most three times the hot one (the same cases, measured back to back).
+    seconds = {}
+    for cache in ("hot", "cold"):
+        start = time.time()
+        run("run", "--suite", "smoke", "--backend", "all", *QUICK, "--cache", cache,
+            "--out", os.path.join(tmp, f"{cache}.json"))
+        seconds[cache] = time.time() - start
+    check(seconds["cold"] <= 3 * seconds["hot"], f"cold sweep {seconds['cold']:.1f} s, hot {seconds['hot']:.1f} s")
 
     # Bad input: one line, exit 2.
     for args, text in ((["--suite", "nope"], "unknown suite 'nope'"), (["--backend", "tpu"], "unknown backend 'tpu'"),
