@@ -1,5 +1,7 @@
 #include "kernels/tensor.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -16,6 +18,8 @@ constexpr uint32_t kPoisonF32 = 0x7fc0deadu;  // a quiet NaN with a payload no a
 constexpr uint16_t kPoisonF16 = 0x7e5au;
 constexpr uint16_t kPoisonBf16 = 0x7fdau;
 constexpr uint8_t kPoisonByte = 0xa5u;
+
+constexpr size_t kMappedBytes = size_t(1) << 20;  // tensors this large get a mapping of their own
 
 // splitmix64: tiny, fast and identical everywhere (std distributions are not).
 struct Rng {
@@ -86,14 +90,26 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
     : storage_(storage), dims_(std::move(dims)), elements_(1), scale_(scale) {
   for (int64_t d : dims_)
     elements_ *= d;
-  const size_t padded = (bytes() + 63) / 64 * 64;
+  const size_t padded = size_t(round_up(int64_t(bytes()), 64));
+  // Large tensors are mapped with their pages populated at once: every tensor is written
+  // (filled or poisoned) right after it is made, and taking its pages in one call costs
+  // a fraction of a page fault each (a batch-64 case has hundreds of megabytes).
+  if (padded >= kMappedBytes) {
+    void* p = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(p), Free{padded});
+    return;
+  }
   auto* p = static_cast<std::byte*>(std::aligned_alloc(64, padded ? padded : 64));
   if (!p) throw std::bad_alloc();
   data_.reset(p);
 }
 
 void Tensor::Free::operator()(std::byte* p) const {
-  std::free(p);
+  if (mapped)
+    munmap(p, mapped);
+  else
+    std::free(p);
 }
 
 double Tensor::load(int64_t i) const {
@@ -112,6 +128,27 @@ double Tensor::load(int64_t i) const {
       return e4m3_to_f32(as<uint8_t>()[i]);
   }
   return 0.0;
+}
+
+void Tensor::load_range(int64_t first, int64_t count, double* out) const {
+  auto convert = [&](const auto* in, auto to_double) {
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = to_double(in[first + i]);
+  };
+  switch (storage_) {
+    case Storage::f32:
+      return convert(as<float>(), [](float x) { return double(x); });
+    case Storage::f16:
+      return convert(as<uint16_t>(), [](uint16_t x) { return double(f16_to_f32(x)); });
+    case Storage::bf16:
+      return convert(as<uint16_t>(), [](uint16_t x) { return double(bf16_to_f32(x)); });
+    case Storage::u8:
+      return convert(as<uint8_t>(), [this](uint8_t x) { return scale_ * x; });
+    case Storage::s8:
+      return convert(as<int8_t>(), [this](int8_t x) { return scale_ * x; });
+    case Storage::e4m3:
+      return convert(as<uint8_t>(), [](uint8_t x) { return double(e4m3_to_f32(x)); });
+  }
 }
 
 void Tensor::store(int64_t i, double v) {
@@ -199,6 +236,12 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
         for (int64_t i = 0; i < t.elements(); ++i)
           t.as<int8_t>()[i] = int8_t(rng.integer(-31, 31));
         break;
+      case Storage::f32: {  // as store() would, without its switch per element
+        float* out = t.as<float>();
+        for (int64_t i = 0; i < t.elements(); ++i)
+          out[i] = float(amplitude * rng.uniform());
+        break;
+      }
       default:
         for (int64_t i = 0; i < t.elements(); ++i)
           t.store(i, amplitude * rng.uniform());
@@ -209,14 +252,20 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
 uint64_t digest(const Tensor& t) {
   const auto* bytes = static_cast<const unsigned char*>(t.data());
   const size_t n = t.bytes();
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  // Four independent lanes of 8 bytes, so the multiplies overlap (one lane is bound by
+  // the multiply's latency), folded together at the end.
+  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ n, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull, 0x100000001b3ull};
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, bytes + i, 8);
-    h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 29;
-  }
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, bytes + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * 0xbf58476d1ce4e5b9ull;
+      lane[k] ^= lane[k] >> 29;
+    }
+  uint64_t h = lane[0];
+  for (int k = 1; k < 4; ++k)
+    h = (h ^ lane[k]) * 0x94d049bb133111ebull;
   for (; i < n; ++i)
     h = (h ^ bytes[i]) * 0x100000001b3ull;
   return h;
@@ -262,6 +311,43 @@ bool is_poison(const Tensor& t, int64_t i) {
       return t.as<uint8_t>()[i] == kPoisonByte;
   }
   return false;
+}
+
+namespace {
+
+// The scan for one storage: `Bits` the stored word, `poison` its poison value,
+// `non_finite(bits)` true for NaN and Inf.
+template <class Bits, class NonFinite>
+OutputScan scan_words(const Tensor& t, Bits poison_value, NonFinite non_finite) {
+  OutputScan s;
+  const Bits* w = t.as<Bits>();
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    if (w[i] == poison_value) {
+      if (s.unwritten++ == 0) s.first_unwritten = i;
+    } else if (s.first_non_finite < 0 && non_finite(w[i])) {
+      s.first_non_finite = i;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+OutputScan scan_output(const Tensor& t) {
+  switch (t.storage()) {
+    case Storage::f32:
+      return scan_words<uint32_t>(t, kPoisonF32, [](uint32_t b) { return (b & 0x7f800000u) == 0x7f800000u; });
+    case Storage::f16:
+      return scan_words<uint16_t>(t, kPoisonF16, [](uint16_t b) { return (b & 0x7c00u) == 0x7c00u; });
+    case Storage::bf16:
+      return scan_words<uint16_t>(t, kPoisonBf16, [](uint16_t b) { return (b & 0x7f80u) == 0x7f80u; });
+    case Storage::e4m3:  // e4m3 has no Inf; NaN is S.1111.111
+      return scan_words<uint8_t>(t, kPoisonByte, [](uint8_t b) { return (b & 0x7fu) == 0x7fu; });
+    case Storage::u8:
+    case Storage::s8:
+      return scan_words<uint8_t>(t, kPoisonByte, [](uint8_t) { return false; });
+  }
+  return {};
 }
 
 }  // namespace lb

@@ -60,11 +60,14 @@ class Tensor {
   // saturated for the integer and e4m3 storages).
   double load(int64_t i) const;
   void store(int64_t i, double v);
+  // load() of elements first .. first + count - 1 into out: one switch, not one per element.
+  void load_range(int64_t first, int64_t count, double* out) const;
 
   Tensor clone() const;
 
  private:
-  struct Free {  // aligned_alloc's memory goes back through free()
+  struct Free {      // a mapping goes back through munmap, the rest through free()
+    size_t mapped;      // bytes of a mapping; 0 (as value-initialised): aligned_alloc'ed
     void operator()(std::byte* p) const;
   };
   Storage storage_ = Storage::f32;
@@ -101,7 +104,7 @@ TensorSet make_tensors(const Problem& p);
 // values on every machine.
 void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed);
 
-// A 64-bit digest of a tensor's bytes (fast: 8 bytes a step), to tell later whether a
+// A 64-bit digest of a tensor's bytes (fast: four lanes of 8 bytes), to tell later whether a
 // kernel changed its inputs without keeping a copy of them.
 uint64_t digest(const Tensor& t);
 using InputDigests = std::array<uint64_t, kNumArgs>;  // indexed by Arg; 0 where absent
@@ -110,5 +113,13 @@ InputDigests input_digests(const TensorSet& ts, Op op);
 // Writes a NaN pattern no kernel produces (0xa5 bytes for integer storages) over t.
 void poison(Tensor& t);
 bool is_poison(const Tensor& t, int64_t i);
+
+// One pass over an output, typed per storage (outputs reach gigabytes at large batches):
+// how many elements still hold the poison, the first of them, and the first written
+// element that is NaN or Inf (-1 where there is none).
+struct OutputScan {
+  int64_t unwritten = 0, first_unwritten = -1, first_non_finite = -1;
+};
+OutputScan scan_output(const Tensor& t);
 
 }  // namespace lb

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 #include "kernels/case_session.h"
 #include "kernels/common.h"
@@ -65,21 +66,15 @@ namespace {
 
 // Every element written (no poison left) and finite; "" if so.
 std::string scan_outputs(std::string_view what, const Tensor& got) {
-  int64_t unwritten = 0, first = -1;
-  for (int64_t i = 0; i < got.elements(); ++i) {
-    if (is_poison(got, i)) {
-      if (unwritten++ == 0) first = i;
-      continue;
-    }
-    if (unwritten == 0 && !std::isfinite(got.load(i))) {
-      std::ostringstream os;
-      os << what << "[" << i << "] = " << got.load(i);
-      return os.str();
-    }
+  const OutputScan s = scan_output(got);
+  if (s.first_non_finite >= 0 && (s.first_unwritten < 0 || s.first_non_finite < s.first_unwritten)) {
+    std::ostringstream os;
+    os << what << "[" << s.first_non_finite << "] = " << got.load(s.first_non_finite);
+    return os.str();
   }
-  if (unwritten)
-    return std::string(what) + ": " + std::to_string(unwritten) + " of " + std::to_string(got.elements()) +
-           " elements never written (first at index " + std::to_string(first) + ")";
+  if (s.unwritten)
+    return std::string(what) + ": " + std::to_string(s.unwritten) + " of " + std::to_string(got.elements()) +
+           " elements never written (first at index " + std::to_string(s.first_unwritten) + ")";
   return {};
 }
 
@@ -100,22 +95,32 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
     v.reason = why;
     return v;
   }
+  // Both passes go through blocks of values converted once (outputs reach gigabytes).
+  constexpr int64_t kBlock = 4096;
+  std::vector<double> g(kBlock), e(kBlock);
   int64_t zeros = 0;
   double sum_sq = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = expect.load(i);
-    sum_sq += e * e;
-    zeros += e == 0.0;
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int64_t count = std::min(kBlock, n - first);
+    expect.load_range(first, count, e.data());
+    for (int64_t i = 0; i < count; ++i) {
+      sum_sq += e[i] * e[i];
+      zeros += e[i] == 0.0;
+    }
   }
   const double rms = n ? std::sqrt(sum_sq / double(n)) : 0.0;
   const double floor = rms > 0.0 ? rms : 1.0;
   int64_t worst = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double g = got.load(i), e = expect.load(i);
-    const double err = std::fabs(g - e) / (std::fabs(e) + floor);
-    if (err > v.max_error) {
-      v.max_error = err;
-      worst = i;
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int64_t count = std::min(kBlock, n - first);
+    got.load_range(first, count, g.data());
+    expect.load_range(first, count, e.data());
+    for (int64_t i = 0; i < count; ++i) {
+      const double err = std::fabs(g[i] - e[i]) / (std::fabs(e[i]) + floor);
+      if (err > v.max_error) {
+        v.max_error = err;
+        worst = first + i;
+      }
     }
   }
   std::ostringstream os;
