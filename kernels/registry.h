@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kernels/kernel.h"
@@ -32,9 +33,14 @@ class Registry {
   const std::vector<KernelEntry>& kernels() const { return kernels_; }
   const KernelEntry* find(std::string_view id) const;
   std::vector<std::string> backends() const;
+  // Facts for a results file's context that only a backend knows: its library's version,
+  // the ISA it runs on. Added by the backend's registration function.
+  void add_context(std::string key, std::string value) { context_.emplace_back(std::move(key), std::move(value)); }
+  const std::vector<std::pair<std::string, std::string>>& context() const { return context_; }
 
  private:
   std::vector<KernelEntry> kernels_;
+  std::vector<std::pair<std::string, std::string>> context_;
 };
 
 // Registration functions, one per backend (each defined in its backend's folder).

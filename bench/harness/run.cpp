@@ -20,6 +20,7 @@
 #include "bench/harness/sysinfo.h"
 #include "kernels/common.h"
 #include "kernels/device.h"
+#include "kernels/registry.h"
 
 namespace lb::bench {
 namespace {
@@ -63,6 +64,8 @@ Peaks peaks_for(const std::vector<Case>& cases, bool remeasure) {
 // runs), peaks and the run's settings.
 void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector<Case>& cases) {
   for (const auto& [key, value] : build_context())
+    benchmark::AddCustomContext(key, value);
+  for (const auto& [key, value] : registry().context())  // library versions, their ISA
     benchmark::AddCustomContext(key, value);
   if (any_gpu_case(cases))
     for (const auto& [key, value] : device_runtime(Device::gpu).context())

@@ -56,6 +56,12 @@ with tempfile.TemporaryDirectory() as tmp:
     for key in ("layerbench_cpu_model", "layerbench_cpu_isa", "layerbench_git_commit", "layerbench_compiler",
                 "layerbench_peak_f32_fma_threads1"):
         check(key in ctx, f"context lacks {key}")
+    # Every run names the libraries it measured, whatever cases it ran.
+    built = run("list").stdout.splitlines()[0].split(":")[1].split()
+    for backend, key in (("onednn", "layerbench_onednn_version"), ("onednn", "layerbench_onednn_isa"),
+                         ("eigen", "layerbench_eigen_version")):
+        if backend in built:
+            check(ctx.get(key, "").strip() != "", f"context lacks {key}")
     runs = results["benchmarks"]
     seen = {r["lb_case"] for r in runs}
     check(seen == set(expected), f"cases missing: {sorted(set(expected) - seen)[:5]}, unexpected: {sorted(seen - set(expected))[:5]}")

@@ -1,11 +1,18 @@
 // Backend `eigen`: Eigen's tensor contractions and array expressions, one registration line
 // each (the ids live here only).
+#include <Eigen/Core>
+
+#include <string>
+
 #include "kernels/eigen/kernels.h"
 #include "kernels/registry.h"
 
 namespace lb {
 
 void register_eigen(Registry& r) {
+  r.add_context("layerbench_eigen_version", std::to_string(EIGEN_WORLD_VERSION) + "." +
+                                                std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                                                std::to_string(EIGEN_MINOR_VERSION));
   using namespace eigen;
   r.add({.id = "dense.eigen.contraction",
          .idea = "Eigen tensor contraction, bias and ReLU in its output kernel",
