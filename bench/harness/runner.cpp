@@ -53,6 +53,7 @@ struct Active {
   const DeviceRuntime* device = nullptr;
   Model model;
   size_t baseline_rss = 0, setup_peak_rss = 0;
+  size_t cold_copy_bytes = 0;  // the inputs' copies of a cold case: the method's, not the kernel's
   std::vector<double> repetition_means;  // seconds per run(), one per kept repetition
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far
@@ -114,7 +115,11 @@ void set_up(Case& c, const RunOptions& o) {
     c.notes.reason = v.reason;
     c.notes.status = v.status;
     if (v.status == Status::failed) return end_case(a, Status::failed, "failed: " + v.reason, o.seed);
-    if (c.cold && a.device->cold_by_copies()) a.session->make_input_copies(cold_copies(a.model));
+    if (c.cold && a.device->cold_by_copies()) {
+      const size_t before = rss_bytes();
+      a.session->make_input_copies(cold_copies(a.model));
+      a.cold_copy_bytes = rss_bytes() - std::min(before, rss_bytes());
+    }
     a.timer = a.device->timer(c.blocking);
   } catch (const std::bad_alloc&) {
     end_case(a, Status::out_of_memory,
@@ -132,25 +137,26 @@ void on_signal(int signo) {
   g_signal = signo;
 }
 
-// A repetition past the stopping point: no work; the reporter drops it.
+// A repetition past the stopping point: no work, its iterations counted in one batch
+// (a million of them would cost milliseconds one by one); the reporter drops it.
 void idle_call(benchmark::State& state) {
-  for (auto _ : state)
+  while (state.KeepRunningBatch(state.max_iterations))
     state.SetIterationTime(1e-9);
 }
 
 struct Timed {
-  double device = 0, wall = 0;  // seconds over the loop: the Timer's, and the host's
+  double device = 0, wall = 0;  // seconds over the loop: the Timer's, and the host's (loop included)
 };
 
 Timed timed_loop(benchmark::State& state, Active& a) {
   Timed t;
   const Case& c = *a.c;
+  const double start = wall_seconds();
   for (auto _ : state) {
     if (g_signal) {
       state.SkipWithError(kInterrupted);
       break;
     }
-    const double t0 = wall_seconds();
     if (c.cold) {  // outside the timed region
       a.device->flush_caches();
       a.session->rotate_inputs();
@@ -158,10 +164,10 @@ Timed timed_loop(benchmark::State& state, Active& a) {
     a.timer->start();
     a.session->run();
     const double dt = a.timer->stop();
-    t.wall += wall_seconds() - t0;
     state.SetIterationTime(dt);
     t.device += dt;
   }
+  t.wall = wall_seconds() - start;
   return t;
 }
 
@@ -194,7 +200,15 @@ void count_repetition(benchmark::State& state, Active& a, double seconds, const 
   a.repetitions_done = !notes.stop.empty();
 }
 
-void set_counters(benchmark::State& state, const Active& a, const Timed& t, size_t peak_rss,
+// The case's resident high-water mark above its baseline: set-up, or the timed runs
+// less the cold method's input copies.
+double host_peak(const Active& a) {
+  const size_t timed = rss_peak_bytes(), setup = a.setup_peak_rss, base = a.baseline_rss;
+  const size_t timed_base = base + a.cold_copy_bytes;
+  return double(std::max(setup > base ? setup - base : 0, timed > timed_base ? timed - timed_base : 0));
+}
+
+void set_counters(benchmark::State& state, const Active& a, const Timed& t, double peak_bytes,
                   const RunOptions& o) {
   const Case& c = *a.c;
   const double seconds = t.device / double(state.iterations());
@@ -206,7 +220,7 @@ void set_counters(benchmark::State& state, const Active& a, const Timed& t, size
   if (o.peaks)
     if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads, gpu))
       k["lb_pct_peak"] = 100.0 * m.flops / seconds / peak->ops_per_second;
-  k["lb_host_peak_bytes"] = double(peak_rss > a.baseline_rss ? peak_rss - a.baseline_rss : 0);
+  k["lb_host_peak_bytes"] = peak_bytes;
   k["lb_tensor_bytes"] = double(a.session->tensors().bytes());
   k["lb_scratch_bytes"] = double(a.session->kernel().scratch_bytes());
   k["lb_pred_param_bytes"] = m.param_bytes;
@@ -257,10 +271,9 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     state.counters["lb_cpu_sched_run_pct"] = sampler.sched_run();
     state.counters["lb_cpu_sched_wait_pct"] = sampler.sched_wait();
   }
-  const size_t peak_rss = std::max(a.setup_peak_rss, rss_peak_bytes());
-  set_counters(state, a, t, peak_rss, o);
-  // Google Benchmark's max_bytes_used field: the same high-water mark, over every call.
-  c.notes.max_bytes_used = std::max(c.notes.max_bytes_used, double(peak_rss > a.baseline_rss ? peak_rss - a.baseline_rss : 0));
+  const double peak = host_peak(a);
+  set_counters(state, a, t, peak, o);
+  c.notes.max_bytes_used = std::max(c.notes.max_bytes_used, peak);  // Google Benchmark's field, over every call
   count_repetition(state, a, t.device, o.repetitions);
 }
 
