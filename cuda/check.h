@@ -18,21 +18,22 @@ namespace lb::cuda {
 
 }  // namespace lb::cuda
 
-#define LB_CUDA_CHECK(call)                                                                 \
-  do {                                                                                      \
-    const cudaError_t lb_err_ = (call);                                                     \
+#define LB_CUDA_CHECK(call)                                                                               \
+  do {                                                                                                    \
+    const cudaError_t lb_err_ = (call);                                                                   \
     if (lb_err_ != cudaSuccess) ::lb::cuda::fail(#call, __FILE__, __LINE__, cudaGetErrorString(lb_err_)); \
   } while (0)
 
-#define LB_CUBLAS_CHECK(call)                                                                      \
-  do {                                                                                             \
-    const cublasStatus_t lb_err_ = (call);                                                         \
-    if (lb_err_ != CUBLAS_STATUS_SUCCESS)                                                          \
+#define LB_CUBLAS_CHECK(call)                                                                       \
+  do {                                                                                              \
+    const cublasStatus_t lb_err_ = (call);                                                          \
+    if (lb_err_ != CUBLAS_STATUS_SUCCESS)                                                           \
       ::lb::cuda::fail(#call, __FILE__, __LINE__, "cuBLAS status " + std::to_string(int(lb_err_))); \
   } while (0)
 
-#define LB_CUDNN_CHECK(call)                                                                  \
-  do {                                                                                        \
-    const cudnnStatus_t lb_err_ = (call);                                                     \
-    if (lb_err_ != CUDNN_STATUS_SUCCESS) ::lb::cuda::fail(#call, __FILE__, __LINE__, cudnnGetErrorString(lb_err_)); \
+#define LB_CUDNN_CHECK(call)                                                     \
+  do {                                                                           \
+    const cudnnStatus_t lb_err_ = (call);                                        \
+    if (lb_err_ != CUDNN_STATUS_SUCCESS)                                         \
+      ::lb::cuda::fail(#call, __FILE__, __LINE__, cudnnGetErrorString(lb_err_)); \
   } while (0)

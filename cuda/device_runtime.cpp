@@ -79,7 +79,8 @@ DevicePeak gemm_peak(const KernelEntry& gemm, DType dt) {
     const double t = timer.stop();
     if (i >= 3) best = std::min(best, t);
   }
-  const std::string how = "cuBLASLt 8192^3 " + std::string(name(dt)) + ", best of 10, " + s.kernel().details();
+  const std::string how =
+      "cuBLASLt 8192^3 " + std::string(name(dt)) + ", best of 10, " + s.kernel().details();
   return {"gpu_" + std::string(name(dt)) + "_gemm", 2.0 * 8192.0 * 8192.0 * 8192.0 / best, how};
 }
 

@@ -45,7 +45,8 @@ void GpuKernel::finish(TensorSet& ts) {
 }
 
 void GpuKernel::release() {
-  for (auto& d : devices_) d = DeviceBuffer();
+  for (auto& d : devices_)
+    d = DeviceBuffer();
   workspace_ = DeviceBuffer();
   extra_bytes_ = 0;
 }

@@ -39,9 +39,15 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-size_t device_bytes_in_use() { return g_in_use.load(); }
-size_t device_bytes_peak() { return g_peak.load(); }
-void reset_device_peak() { g_peak = g_in_use.load(); }
+size_t device_bytes_in_use() {
+  return g_in_use.load();
+}
+size_t device_bytes_peak() {
+  return g_peak.load();
+}
+void reset_device_peak() {
+  g_peak = g_in_use.load();
+}
 
 size_t driver_used_bytes() {
   size_t free = 0, total = 0;

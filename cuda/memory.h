@@ -21,7 +21,9 @@ class DeviceBuffer {
   void* get() const { return ptr_; }
   size_t bytes() const { return bytes_; }
   template <class T>
-  T* as() const { return static_cast<T*>(ptr_); }
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
 
  private:
   void* ptr_ = nullptr;

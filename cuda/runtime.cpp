@@ -34,7 +34,8 @@ const Nvml& nvml() {
     auto init = reinterpret_cast<nvmlReturn_t (*)()>(dlsym(lib, "nvmlInit_v2"));
     auto by_index = reinterpret_cast<nvmlReturn_t (*)(unsigned int, nvmlDevice_t*)>(
         dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-    n.get_utilization = reinterpret_cast<decltype(n.get_utilization)>(dlsym(lib, "nvmlDeviceGetUtilizationRates"));
+    n.get_utilization =
+        reinterpret_cast<decltype(n.get_utilization)>(dlsym(lib, "nvmlDeviceGetUtilizationRates"));
     n.get_clock = reinterpret_cast<decltype(n.get_clock)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
     n.driver_version = reinterpret_cast<decltype(n.driver_version)>(dlsym(lib, "nvmlSystemGetDriverVersion"));
     if (!init || !by_index || !n.get_utilization || init() != 0 || by_index(0, &n.device) != 0) return n;
@@ -61,7 +62,8 @@ const DeviceFacts& device_facts() {
   static const DeviceFacts f = [] {
     cudaDeviceProp p{};
     LB_CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
-    return DeviceFacts{p.name, p.major, p.minor, size_t(p.l2CacheSize), p.totalGlobalMem, p.multiProcessorCount};
+    return DeviceFacts{
+        p.name, p.major, p.minor, size_t(p.l2CacheSize), p.totalGlobalMem, p.multiProcessorCount};
   }();
   return f;
 }
@@ -79,7 +81,9 @@ EventTimer::~EventTimer() {
   if (stop_) cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
 }
 
-void EventTimer::start() { LB_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), 0)); }
+void EventTimer::start() {
+  LB_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_), 0));
+}
 
 double EventTimer::stop() {
   LB_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_), 0));
@@ -110,9 +114,13 @@ double copy_bandwidth(size_t bytes) {
   return 2.0 * double(bytes) / best;
 }
 
-void synchronize() { LB_CUDA_CHECK(cudaDeviceSynchronize()); }
+void synchronize() {
+  LB_CUDA_CHECK(cudaDeviceSynchronize());
+}
 
-bool GpuUtilSampler::available() { return nvml().ok; }
+bool GpuUtilSampler::available() {
+  return nvml().ok;
+}
 
 void GpuUtilSampler::start() {
   stop();
@@ -147,21 +155,24 @@ std::vector<std::pair<std::string, std::string>> gpu_context() {
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
   auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
-  c.emplace_back("layerbench_cuda_version", "runtime " + version(runtime) + ", driver API " + version(driver));
+  c.emplace_back("layerbench_cuda_version",
+                 "runtime " + version(runtime) + ", driver API " + version(driver));
   const size_t lt = cublasLtGetVersion();
-  c.emplace_back("layerbench_cublas_version", std::to_string(lt / 10000) + "." + std::to_string(lt / 100 % 100) +
-                                                  "." + std::to_string(lt % 100));
+  c.emplace_back(
+      "layerbench_cublas_version",
+      std::to_string(lt / 10000) + "." + std::to_string(lt / 100 % 100) + "." + std::to_string(lt % 100));
   const size_t dnn = cudnnGetVersion();
-  c.emplace_back("layerbench_cudnn_version", std::to_string(dnn / 10000) + "." + std::to_string(dnn / 100 % 100) +
-                                                 "." + std::to_string(dnn % 100));
+  c.emplace_back(
+      "layerbench_cudnn_version",
+      std::to_string(dnn / 10000) + "." + std::to_string(dnn / 100 % 100) + "." + std::to_string(dnn % 100));
   if (!why_no_gpu().empty()) {
     c.emplace_back("layerbench_gpu_model", "none (" + why_no_gpu() + ")");
     return c;
   }
   const DeviceFacts& f = device_facts();
-  c.emplace_back("layerbench_gpu_model", f.name + " (sm_" + std::to_string(f.major) + std::to_string(f.minor) + ", " +
-                                             std::to_string(f.sm_count) + " SMs, " +
-                                             std::to_string(f.memory_bytes >> 20) + " MiB, L2 " +
+  c.emplace_back("layerbench_gpu_model", f.name + " (sm_" + std::to_string(f.major) +
+                                             std::to_string(f.minor) + ", " + std::to_string(f.sm_count) +
+                                             " SMs, " + std::to_string(f.memory_bytes >> 20) + " MiB, L2 " +
                                              std::to_string(f.l2_bytes >> 20) + " MiB)");
   if (nvml().ok) {
     char buf[96] = {};
@@ -169,9 +180,9 @@ std::vector<std::pair<std::string, std::string>> gpu_context() {
       c.emplace_back("layerbench_gpu_driver", buf);
     unsigned int sm = 0, mem = 0;
     if (nvml().get_clock && nvml().get_clock(nvml().device, 1, &sm) == 0 &&  // NVML_CLOCK_SM
-        nvml().get_clock(nvml().device, 2, &mem) == 0)                        // NVML_CLOCK_MEM
-      c.emplace_back("layerbench_gpu_clocks", "SM " + std::to_string(sm) + " MHz, memory " + std::to_string(mem) +
-                                                  " MHz (at start)");
+        nvml().get_clock(nvml().device, 2, &mem) == 0)                       // NVML_CLOCK_MEM
+      c.emplace_back("layerbench_gpu_clocks",
+                     "SM " + std::to_string(sm) + " MHz, memory " + std::to_string(mem) + " MHz (at start)");
   } else {
     c.emplace_back("layerbench_gpu_driver", "unknown (NVML not found)");
   }

@@ -15,7 +15,7 @@ namespace lb::cuda {
 const std::string& why_no_gpu();
 
 struct DeviceFacts {
-  std::string name;       // "NVIDIA H200"
+  std::string name;  // "NVIDIA H200"
   int major = 0, minor = 0;
   size_t l2_bytes = 0;
   size_t memory_bytes = 0;

@@ -82,6 +82,6 @@ const DeviceRuntime& device_runtime(Device d);
 
 const DeviceRuntime& host_runtime();    // kernels/device.cpp
 const DeviceRuntime& no_gpu_runtime();  // kernels/device.cpp: builds without cuda/
-const DeviceRuntime& cuda_runtime();  // cuda/device_runtime.cpp, built with LB_HAVE_CUDA
+const DeviceRuntime& cuda_runtime();    // cuda/device_runtime.cpp, built with LB_HAVE_CUDA
 
 }  // namespace lb

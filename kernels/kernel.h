@@ -1,11 +1,11 @@
 // The one interface every backend implements, CPU or GPU (../shared/DESIGN.md).
 //
 // Life of a kernel in a case:  supports() -> prepare() -> run() ... run() -> finish()
-// -> release(). The harness poisons the outputs before prepare(). Everything that is not the layer's arithmetic — handles, descriptors,
-// algorithm choice, workspace, weight packing, device copies — belongs in prepare(),
-// so that run() is exactly what gets timed. The harness, not the kernel, decides how
-// to time and when to synchronise; finish() is where a GPU kernel waits and copies its
-// outputs back into the host tensors (untimed), so verification reads them.
+// -> release(). The harness poisons the outputs before prepare(). Everything that is not the layer's
+// arithmetic — handles, descriptors, algorithm choice, workspace, weight packing, device copies — belongs in
+// prepare(), so that run() is exactly what gets timed. The harness, not the kernel, decides how to time and
+// when to synchronise; finish() is where a GPU kernel waits and copies its outputs back into the host tensors
+// (untimed), so verification reads them.
 #pragma once
 
 #include <initializer_list>

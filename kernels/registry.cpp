@@ -28,7 +28,8 @@ std::string require_dtypes(const Problem& p, std::initializer_list<DType> allowe
 }
 
 std::string KernelEntry::supports(const Problem& p) const {
-  std::string why = op_name() != name(p.op()) ? info.id + " computes " + std::string(op_name()) : make()->supports(p);
+  std::string why =
+      op_name() != name(p.op()) ? info.id + " computes " + std::string(op_name()) : make()->supports(p);
   // Kernels give bare reasons; the backend's name goes in front here, once for all of them.
   return why.empty() ? why : std::string(backend()) + ": " + why;
 }

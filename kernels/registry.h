@@ -35,7 +35,9 @@ class Registry {
   std::vector<std::string> backends() const;
   // Facts for a results file's context that only a backend knows: its library's version,
   // the ISA it runs on. Added by the backend's registration function.
-  void add_context(std::string key, std::string value) { context_.emplace_back(std::move(key), std::move(value)); }
+  void add_context(std::string key, std::string value) {
+    context_.emplace_back(std::move(key), std::move(value));
+  }
   const std::vector<std::pair<std::string, std::string>>& context() const { return context_; }
 
  private:

@@ -95,7 +95,8 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
   // (filled or poisoned) right after it is made, and taking its pages in one call costs
   // a fraction of a page fault each (a batch-64 case has hundreds of megabytes).
   if (padded >= kMappedBytes) {
-    void* p = mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* p =
+        mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
     data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(p), Free{padded});
     return;
@@ -254,7 +255,8 @@ uint64_t digest(const Tensor& t) {
   const size_t n = t.bytes();
   // Four independent lanes of 8 bytes, so the multiplies overlap (one lane is bound by
   // the multiply's latency), folded together at the end.
-  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ n, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull, 0x100000001b3ull};
+  uint64_t lane[4] = {0x9e3779b97f4a7c15ull ^ n, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull,
+                      0x100000001b3ull};
   size_t i = 0;
   for (; i + 32 <= n; i += 32)
     for (int k = 0; k < 4; ++k) {

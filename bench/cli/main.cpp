@@ -16,14 +16,14 @@
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
 #include "bench/cli/run_args.h"
-#include "bench/harness/sweep.h"
 #include "bench/harness/run.h"
+#include "bench/harness/sweep.h"
+#include "kernels/case_session.h"
 #include "kernels/common.h"
 #include "kernels/data.h"
 #include "kernels/model.h"
 #include "kernels/ops/traits.h"
 #include "kernels/registry.h"
-#include "kernels/case_session.h"
 #include "kernels/verify.h"
 
 namespace lb::cli {
@@ -200,7 +200,8 @@ Verdict check_case(const bench::Case& c, const CheckArgs& args) {
     v.reason = c.unsupported;
   } else if (const int64_t macs = model(c.problem).macs; args.max_macs && macs > args.max_macs) {
     v.status = Status::not_run;
-    v.reason = "the problem has " + with_commas(macs) + " MACs, more than --max-macs " + with_commas(args.max_macs);
+    v.reason =
+        "the problem has " + with_commas(macs) + " MACs, more than --max-macs " + with_commas(args.max_macs);
   } else {
     v = check_kernel(*c.kernel, c.problem, args.seed, Context{c.threads}, args.reference_macs);
   }
@@ -215,8 +216,8 @@ int cmd_check(const std::vector<std::string>& argv) {
   for (const bench::Case& c : cases) {
     const Verdict v = check_case(c, args);
     ++counts[int(v.status)];
-    std::printf("%-13s %-24s %s\n              %s\n", std::string(name(v.status)).c_str(), c.kernel->info.id.c_str(),
-                print(c.problem).c_str(), v.reason.c_str());
+    std::printf("%-13s %-24s %s\n              %s\n", std::string(name(v.status)).c_str(),
+                c.kernel->info.id.c_str(), print(c.problem).c_str(), v.reason.c_str());
     if (v.status == Status::failed) std::printf("              repro: %s\n", v.repro.c_str());
     std::fflush(stdout);
   }

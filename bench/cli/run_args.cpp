@@ -64,7 +64,8 @@ double number(const Args& a, const std::string& flag, double fallback, double mi
 }
 
 // The flags both commands share: the problems (sources), the axes and the filters.
-const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch", "dtype", "backend", "kernel"};
+const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch",
+                                           "dtype", "backend", "kernel"};
 
 bench::SweepSpec sweep_spec(const Args& a) {
   bench::SweepSpec spec;
@@ -140,7 +141,8 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   else
     r.spec.relus = list_of<Relu>(a, "relu", parse_relu);
   if (a.get("threads"))
-    r.spec.threads = list_of<int>(a, "threads", [](const std::string& s) { return int(positive("threads", s)); });
+    r.spec.threads =
+        list_of<int>(a, "threads", [](const std::string& s) { return int(positive("threads", s)); });
   if (auto v = a.get("sync")) r.spec.blocking_syncs = parse_syncs(*v);
   r.cache = a.get("cache").value_or("hot");
   if (r.cache != "hot" && r.cache != "cold") throw Error("--cache " + r.cache + ": expected hot or cold");
@@ -161,7 +163,8 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   r.remeasure_peaks = a.on("remeasure-peaks");
   r.list = a.on("list");
   if (r.resume && r.out.empty()) throw Error("run: --resume needs --out");
-  if (!r.out.empty() && !r.out.ends_with(".json")) throw Error("--out " + r.out + ": expected a path ending in .json");
+  if (!r.out.empty() && !r.out.ends_with(".json"))
+    throw Error("--out " + r.out + ": expected a path ending in .json");
   return r;
 }
 

@@ -15,10 +15,10 @@ namespace lb::cli {
 struct RunArgs {
   bench::SweepSpec spec;
   bench::RunOptions options;
-  std::string out;              // results file (.json), empty: none
-  std::string cache = "hot";    // hot or cold
+  std::string out;            // results file (.json), empty: none
+  std::string cache = "hot";  // hot or cold
   bool resume = false, remeasure_peaks = false, list = false;
-  double noisy_cv = 0.05;       // repetitions' coefficient of variation that marks a case noisy
+  double noisy_cv = 0.05;           // repetitions' coefficient of variation that marks a case noisy
   std::vector<std::string> gbench;  // Google Benchmark's flags: our defaults, then the user's
 };
 RunArgs parse_run_args(const std::vector<std::string>& argv);

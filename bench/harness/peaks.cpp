@@ -161,7 +161,6 @@ Peak measure(const Loop& loop, int threads) {
       how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core); not cached"};
 }
 
-
 }  // namespace
 
 std::string peaks_cache_path() {

@@ -14,7 +14,7 @@
 namespace lb::bench {
 
 struct Peak {
-  std::string kind;           // "f32_fma", "bf16_dot", "i8_dot"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
+  std::string kind;  // "f32_fma", "bf16_dot", "i8_dot"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
   int threads = 1;
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"

@@ -1,14 +1,12 @@
 #include "bench/harness/probes.h"
 
-#include <filesystem>
-#include <fstream>
-
 #include <malloc.h>
 #include <time.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -51,9 +49,13 @@ bool reset_rss_peak() {
   return std::fclose(f) == 0 && ok;
 }
 
-void use_honest_allocator() { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
+void use_honest_allocator() {
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
 
-void release_free_memory() { malloc_trim(0); }
+void release_free_memory() {
+  malloc_trim(0);
+}
 
 size_t available_bytes() {
   return proc_kb("/proc/meminfo", "MemAvailable");

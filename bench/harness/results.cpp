@@ -171,8 +171,8 @@ namespace {
 
 // The repetitions that did work: an adaptive case's later repetitions are idle calls
 // (runner.h), dropped here; with a fixed count (or no stop recorded) all are kept.
-std::vector<benchmark::BenchmarkReporter::Run> kept_repetitions(const std::vector<benchmark::BenchmarkReporter::Run>& runs,
-                                                     const CaseNotes& notes) {
+std::vector<benchmark::BenchmarkReporter::Run> kept_repetitions(
+    const std::vector<benchmark::BenchmarkReporter::Run>& runs, const CaseNotes& notes) {
   if (notes.stop.empty() || notes.kept_repetitions <= 0 || size_t(notes.kept_repetitions) >= runs.size())
     return runs;
   std::vector<benchmark::BenchmarkReporter::Run> kept(runs.begin(), runs.begin() + notes.kept_repetitions);

@@ -47,8 +47,9 @@ std::vector<Case> cases_to_run(std::vector<Case> all, const cli::RunArgs& args, 
 }
 
 bool any_gpu_case(const std::vector<Case>& cases) {
-  return std::any_of(cases.begin(), cases.end(),
-                     [](const Case& c) { return c.unsupported.empty() && c.kernel->info.device == Device::gpu; });
+  return std::any_of(cases.begin(), cases.end(), [](const Case& c) {
+    return c.unsupported.empty() && c.kernel->info.device == Device::gpu;
+  });
 }
 
 Peaks peaks_for(const std::vector<Case>& cases, bool remeasure) {
@@ -92,8 +93,8 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
       "layerbench_repetitions",
       r.fixed ? "fixed (--benchmark_repetitions)"
               : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
-                    " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) + " repetitions, at most " +
-                    cli::fixed(r.cap_seconds, 2) + " s of timed work");
+                    " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) +
+                    " repetitions, at most " + cli::fixed(r.cap_seconds, 2) + " s of timed work");
   benchmark::AddCustomContext("layerbench_rse_target", cli::fixed(100 * r.rse_target, 2));
   if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
     benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
@@ -154,7 +155,8 @@ int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, PreviousRuns p
   if (!out.empty()) std::cout << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
   if (const int signo = interrupted_by()) {
     std::fprintf(stderr, "layerbench: interrupted by %s after %zu of %zu cases; finished cases are in %s%s\n",
-                 strsignal(signo), reporter.cases_done(), cases.size(), out.empty() ? "(no --out file)" : out.c_str(),
+                 strsignal(signo), reporter.cases_done(), cases.size(),
+                 out.empty() ? "(no --out file)" : out.c_str(),
                  out.empty() ? "" : "; continue with the same command and --resume");
     return 128 + signo;
   }

@@ -53,7 +53,7 @@ struct Active {
   const DeviceRuntime* device = nullptr;
   Model model;
   size_t baseline_rss = 0, setup_peak_rss = 0;
-  size_t cold_copy_bytes = 0;  // the inputs' copies of a cold case: the method's, not the kernel's
+  size_t cold_copy_bytes = 0;            // the inputs' copies of a cold case: the method's, not the kernel's
   std::vector<double> repetition_means;  // seconds per run(), one per kept repetition
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far
@@ -273,7 +273,8 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   }
   const double peak = host_peak(a);
   set_counters(state, a, t, peak, o);
-  c.notes.max_bytes_used = std::max(c.notes.max_bytes_used, peak);  // Google Benchmark's field, over every call
+  c.notes.max_bytes_used =
+      std::max(c.notes.max_bytes_used, peak);  // Google Benchmark's field, over every call
   count_repetition(state, a, t.device, o.repetitions);
 }
 

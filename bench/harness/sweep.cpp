@@ -63,7 +63,8 @@ std::vector<Case> expand(const SweepSpec& spec) {
           // A layer's rows per sample times the batch, checked before it can overflow;
           // with_batch() then applies a problem line's limits.
           if (per_sample && mb > (int64_t(1) << 31) / std::max<int64_t>(b.batch(), 1))
-            throw Error("--batch " + std::to_string(mb) + ": layer " + b.name + " would have more than 2^31 rows");
+            throw Error("--batch " + std::to_string(mb) + ": layer " + b.name +
+                        " would have more than 2^31 rows");
           Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
           p.dt = dt;
           p.relu = relu;

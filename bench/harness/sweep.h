@@ -18,9 +18,9 @@ struct SweepSpec {
   std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
   std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
   bool every_kernel = false;  // no filter means every kernel, ref and opt-in ones too (check)
-  bool cold = false;                                    // flush caches between timed iterations
-  std::vector<bool> blocking_syncs = {false};           // GPU kernels: spin (false) and/or blocking waits
-  int shard = 0, shards = 1;                            // run cases with index % shards == shard
+  bool cold = false;          // flush caches between timed iterations
+  std::vector<bool> blocking_syncs = {false};  // GPU kernels: spin (false) and/or blocking waits
+  int shard = 0, shards = 1;                   // run cases with index % shards == shard
 };
 
 // What became of a case beyond its counters, for the results file; filled as it runs.

@@ -34,11 +34,16 @@ cublasLtHandle_t lt_handle() {
 
 cudaDataType_t cuda_type(Storage s) {
   switch (s) {
-    case Storage::f32: return CUDA_R_32F;
-    case Storage::f16: return CUDA_R_16F;
-    case Storage::bf16: return CUDA_R_16BF;
-    case Storage::e4m3: return CUDA_R_8F_E4M3;
-    default: throw Error("cublas: no CUDA data type for storage " + std::string(name(s)));
+    case Storage::f32:
+      return CUDA_R_32F;
+    case Storage::f16:
+      return CUDA_R_16F;
+    case Storage::bf16:
+      return CUDA_R_16BF;
+    case Storage::e4m3:
+      return CUDA_R_8F_E4M3;
+    default:
+      throw Error("cublas: no CUDA data type for storage " + std::string(name(s)));
   }
 }
 
@@ -55,14 +60,18 @@ class CublasLtDense final : public GpuKernel {
     release();
     upload(p, ts);
     const Dense& d = p.dense();
-    const cudaDataType_t in = cuda_type(storage_of(p.dt, Arg::wei)), out = cuda_type(storage_of(p.dt, Arg::dst));
-    const cublasComputeType_t compute = p.dt == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cudaDataType_t in = cuda_type(storage_of(p.dt, Arg::wei)),
+                         out = cuda_type(storage_of(p.dt, Arg::dst));
+    const cublasComputeType_t compute =
+        p.dt == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     LB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    const cublasLtEpilogue_t epilogue = p.relu == Relu::fused ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    const cublasLtEpilogue_t epilogue =
+        p.relu == Relu::fused ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    LB_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
     // A = W as K×N (ld K), B = x as K×M (ld K), C = D = y as N×M (ld N), all column-major.
     LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in, d.ic, d.oc, d.ic));
     LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in, d.ic, d.mb, d.ic));
@@ -81,8 +90,8 @@ class CublasLtDense final : public GpuKernel {
     int found = 0;
     for (Storage bias : bias_types) {
       const cudaDataType_t bias_type = cuda_type(bias);
-      LB_CUBLAS_CHECK(
-          cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type));
+      LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                     sizeof bias_type));
       if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found) ==
               CUBLAS_STATUS_SUCCESS &&
           found > 0) {
@@ -92,7 +101,8 @@ class CublasLtDense final : public GpuKernel {
     }
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
-      throw Error("cublas: cuBLASLt found no algorithm for " + print(p) + " (tried bias types for this dtype)");
+      throw Error("cublas: cuBLASLt found no algorithm for " + print(p) +
+                  " (tried bias types for this dtype)");
     algo_ = result.algo;
     workspace_ = DeviceBuffer(result.workspaceSize);
 
@@ -100,30 +110,32 @@ class CublasLtDense final : public GpuKernel {
     const void* bias_ptr = dev(Arg::bias);
     if (bias_storage_ != Storage::f32) {
       Tensor converted(bias_storage_, host_bias.dims());
-      for (int64_t i = 0; i < host_bias.elements(); ++i) converted.store(i, host_bias.load(i));
+      for (int64_t i = 0; i < host_bias.elements(); ++i)
+        converted.store(i, host_bias.load(i));
       bias_ = DeviceBuffer(converted.bytes());
       extra_bytes_ = bias_.bytes();
       LB_CUDA_CHECK(cudaMemcpy(bias_.get(), converted.data(), converted.bytes(), cudaMemcpyHostToDevice));
       bias_ptr = bias_.get();
     }
-    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
-                                                   sizeof bias_ptr));
+    LB_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof bias_ptr));
 
     int id = -1, tile = -1, stages = -1;
     size_t written = 0;
     cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
     cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &written);
-    details_ = "cuBLASLt heuristic #1: algo " + std::to_string(id) + ", tile " + std::to_string(tile) + ", stages " +
-               std::to_string(stages) + ", workspace " + std::to_string(result.workspaceSize) + " B, bias " +
-               std::string(name(bias_storage_));
+    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
+                                         &written);
+    details_ = "cuBLASLt heuristic #1: algo " + std::to_string(id) + ", tile " + std::to_string(tile) +
+               ", stages " + std::to_string(stages) + ", workspace " + std::to_string(result.workspaceSize) +
+               " B, bias " + std::string(name(bias_storage_));
   }
 
   void run(TensorSet&) override {
     const float alpha = 1.0f, beta = 0.0f;
     LB_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), desc_, &alpha, dev(Arg::wei), a_, dev(Arg::src), b_, &beta,
-                                   dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_, workspace_.get(), workspace_.bytes(),
-                                   0));
+                                   dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_, workspace_.get(),
+                                   workspace_.bytes(), 0));
     relu_pass();
   }
 

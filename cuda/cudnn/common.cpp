@@ -13,16 +13,21 @@ cudnnHandle_t cudnn_handle() {
 
 cudnnDataType_t cudnn_type(Storage s) {
   switch (s) {
-    case Storage::f32: return CUDNN_DATA_FLOAT;
-    case Storage::f16: return CUDNN_DATA_HALF;
-    case Storage::bf16: return CUDNN_DATA_BFLOAT16;
-    default: throw Error("cudnn: no cuDNN data type for storage " + std::string(name(s)));
+    case Storage::f32:
+      return CUDNN_DATA_FLOAT;
+    case Storage::f16:
+      return CUDNN_DATA_HALF;
+    case Storage::bf16:
+      return CUDNN_DATA_BFLOAT16;
+    default:
+      throw Error("cudnn: no cuDNN data type for storage " + std::string(name(s)));
   }
 }
 
 DeviceBuffer converted_copy(const Tensor& host, Storage to) {
   Tensor t(to, host.dims());
-  for (int64_t i = 0; i < host.elements(); ++i) t.store(i, host.load(i));
+  for (int64_t i = 0; i < host.elements(); ++i)
+    t.store(i, host.load(i));
   DeviceBuffer d(t.bytes());
   LB_CUDA_CHECK(cudaMemcpy(d.get(), t.data(), t.bytes(), cudaMemcpyHostToDevice));
   return d;

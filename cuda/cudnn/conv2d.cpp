@@ -23,15 +23,24 @@ constexpr size_t kMaxWorkspace = size_t(256) << 20;
 
 const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   switch (a) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "?";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "?";
   }
 }
 
@@ -53,11 +62,13 @@ class CudnnConv2d final : public GpuKernel {
     LB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
     LB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
     LB_CUDNN_CHECK(cudnnCreateActivationDescriptor(&act_));
-    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
     LB_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g), int(c.kh), int(c.kw)));
-    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(c.ph), int(c.pw), int(c.sh), int(c.sw), int(c.dh),
-                                                   int(c.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+        cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
+    LB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g),
+                                              int(c.kh), int(c.kw)));
+    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(c.ph), int(c.pw), int(c.sh), int(c.sw),
+                                                   int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
     LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(c.g)));
     const cudnnMathType_t math = p.dt == DType::f32    ? CUDNN_FMA_MATH
                                  : p.dt == DType::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
@@ -93,7 +104,8 @@ class CudnnConv2d final : public GpuKernel {
       bias_ = converted_copy(ts.at(Arg::bias), storage_of(p.dt, Arg::dst));
       extra_bytes_ = bias_.bytes();
     }
-    details_ = std::string("cuDNN heuristics: ") + algo_name(algo_) + ", workspace " + std::to_string(ws) + " B";
+    details_ =
+        std::string("cuDNN heuristics: ") + algo_name(algo_) + ", workspace " + std::to_string(ws) + " B";
   }
 
   void run(TensorSet&) override {
@@ -101,9 +113,9 @@ class CudnnConv2d final : public GpuKernel {
     const void* bias = bias_.get() ? bias_.get() : dev(Arg::bias);
     cudnnHandle_t h = cudnn_handle();
     if (problem_.relu == Relu::fused) {
-      LB_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_,
-                                                           workspace_.get(), workspace_.bytes(), &zero, y_,
-                                                           dev(Arg::dst), b_, bias, act_, y_, dev(Arg::dst)));
+      LB_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+          h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_, workspace_.get(), workspace_.bytes(),
+          &zero, y_, dev(Arg::dst), b_, bias, act_, y_, dev(Arg::dst)));
       return;
     }
     LB_CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_,

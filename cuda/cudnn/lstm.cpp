@@ -49,22 +49,24 @@ class CudnnLstm final : public GpuKernel {
                                  : p.dt == DType::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
                                                        : CUDNN_TENSOR_OP_MATH;
     LB_CUDNN_CHECK(cudnnCreateRNNDescriptor(&rnn_));
-    LB_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
-                                            CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, type, CUDNN_DATA_FLOAT, math, I,
-                                            H, H, L, dropout_, CUDNN_RNN_PADDED_IO_DISABLED));
+    LB_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM,
+                                            CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
+                                            CUDNN_LINEAR_INPUT, type, CUDNN_DATA_FLOAT, math, I, H, H, L,
+                                            dropout_, CUDNN_RNN_PADDED_IO_DISABLED));
 
     const std::vector<int> lengths(N, T);
     LB_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&x_));
     LB_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&y_));
-    LB_CUDNN_CHECK(cudnnSetRNNDataDescriptor(x_, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, T, N, I, lengths.data(),
-                                             nullptr));
-    LB_CUDNN_CHECK(cudnnSetRNNDataDescriptor(y_, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, T, N, H, lengths.data(),
-                                             nullptr));
+    LB_CUDNN_CHECK(cudnnSetRNNDataDescriptor(x_, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, T, N, I,
+                                             lengths.data(), nullptr));
+    LB_CUDNN_CHECK(cudnnSetRNNDataDescriptor(y_, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED, T, N, H,
+                                             lengths.data(), nullptr));
     const int dims[3] = {L, N, H}, strides[3] = {N * H, H, 1};
     LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&state_));
     LB_CUDNN_CHECK(cudnnSetTensorNdDescriptor(state_, type, 3, dims, strides));
     seq_lengths_ = DeviceBuffer(sizeof(int32_t) * N);
-    LB_CUDA_CHECK(cudaMemcpy(seq_lengths_.get(), lengths.data(), sizeof(int32_t) * N, cudaMemcpyHostToDevice));
+    LB_CUDA_CHECK(
+        cudaMemcpy(seq_lengths_.get(), lengths.data(), sizeof(int32_t) * N, cudaMemcpyHostToDevice));
 
     LB_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(h, rnn_, &weight_bytes_));
     weights_ = DeviceBuffer(weight_bytes_);
@@ -81,10 +83,10 @@ class CudnnLstm final : public GpuKernel {
 
   void run(TensorSet&) override {
     const void* cx = cx_.get() ? cx_.get() : dev(Arg::src_iter_c);
-    LB_CUDNN_CHECK(cudnnRNNForward(cudnn_handle(), rnn_, CUDNN_FWD_MODE_INFERENCE, seq_lengths_.as<int32_t>(), x_,
-                                   dev(Arg::src), y_, dev(Arg::dst), state_, dev(Arg::src_iter), nullptr, state_, cx,
-                                   nullptr, weight_bytes_, weights_.get(), workspace_.bytes(), workspace_.get(), 0,
-                                   nullptr));
+    LB_CUDNN_CHECK(cudnnRNNForward(cudnn_handle(), rnn_, CUDNN_FWD_MODE_INFERENCE, seq_lengths_.as<int32_t>(),
+                                   x_, dev(Arg::src), y_, dev(Arg::dst), state_, dev(Arg::src_iter), nullptr,
+                                   state_, cx, nullptr, weight_bytes_, weights_.get(), workspace_.bytes(),
+                                   workspace_.get(), 0, nullptr));
     relu_pass();
   }
 
@@ -98,7 +100,8 @@ class CudnnLstm final : public GpuKernel {
     state_ = nullptr;
     rnn_ = nullptr;
     dropout_ = nullptr;
-    for (DeviceBuffer* b : {&weights_, &dropout_states_, &seq_lengths_, &cx_}) *b = DeviceBuffer();
+    for (DeviceBuffer* b : {&weights_, &dropout_states_, &seq_lengths_, &cx_})
+      *b = DeviceBuffer();
     GpuKernel::release();
   }
 
@@ -123,14 +126,15 @@ class CudnnLstm final : public GpuKernel {
       for (int id = 0; id < 8; ++id) {
         void* m_addr = nullptr;
         void* b_addr = nullptr;
-        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, weights_.get(), id, m, &m_addr,
-                                               b, &b_addr));
+        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, weights_.get(),
+                                               id, m, &m_addr, b, &b_addr));
         const int gate = id % 4;
         const bool input = id < 4;
         const int64_t count = H * (input ? width : H);
         check_elements(m, count, l, id);
-        const char* src = input ? static_cast<const char*>(dev(Arg::wei)) + (wx_offset + gate * H * width) * elem
-                                : static_cast<const char*>(dev(Arg::wei_iter)) + (l * G * H + gate * H * H) * elem;
+        const char* src =
+            input ? static_cast<const char*>(dev(Arg::wei)) + (wx_offset + gate * H * width) * elem
+                  : static_cast<const char*>(dev(Arg::wei_iter)) + (l * G * H + gate * H * H) * elem;
         LB_CUDA_CHECK(cudaMemcpy(m_addr, src, count * elem, cudaMemcpyDeviceToDevice));
         if (b_addr) {  // only the input linear layers carry a bias in SINGLE_INP_BIAS mode
           if (input) {
@@ -154,10 +158,11 @@ class CudnnLstm final : public GpuKernel {
     int nb = 0, dims[8] = {}, strides[8] = {};
     LB_CUDNN_CHECK(cudnnGetTensorNdDescriptor(d, 8, &type, &nb, dims, strides));
     int64_t count = 1;
-    for (int i = 0; i < nb; ++i) count *= dims[i];
+    for (int i = 0; i < nb; ++i)
+      count *= dims[i];
     if (count != expected)
-      throw Error("cudnn: layer " + std::to_string(layer) + " linear layer " + std::to_string(id) + " holds " +
-                  std::to_string(count) + " values, expected " + std::to_string(expected));
+      throw Error("cudnn: layer " + std::to_string(layer) + " linear layer " + std::to_string(id) +
+                  " holds " + std::to_string(count) + " values, expected " + std::to_string(expected));
   }
 
   cudnnRNNDescriptor_t rnn_ = nullptr;

@@ -13,8 +13,8 @@ namespace {
 
 std::string conv_limits(const Conv2d& c) {
   const int64_t oh = c.oh(), ow = c.ow();
-  if (std::string why = too_big_for_int({c.mb * c.ic * c.ih * c.iw, c.oc * (c.ic / c.g) * c.kh * c.kw,
-                                         c.mb * c.oc * oh * ow});
+  if (std::string why = too_big_for_int(
+          {c.mb * c.ic * c.ih * c.iw, c.oc * (c.ic / c.g) * c.kh * c.kw, c.mb * c.oc * oh * ow});
       !why.empty())
     return why;
   // Window rows p·SH − PH + r·DH stay within ±(IH + 2·PH) (problem.cpp bounds the
@@ -39,7 +39,8 @@ class OwnConv2d : public GpuKernel {
     Conv c;
     c.n = int(s.mb), c.c = int(s.ic), c.h = int(s.ih), c.w_ = int(s.iw), c.k = int(s.oc);
     c.r = int(s.kh), c.s = int(s.kw), c.p = int(s.oh()), c.q = int(s.ow());
-    c.sh = int(s.sh), c.sw = int(s.sw), c.ph = int(s.ph), c.pw = int(s.pw), c.dh = int(s.dh), c.dw = int(s.dw);
+    c.sh = int(s.sh), c.sw = int(s.sw), c.ph = int(s.ph), c.pw = int(s.pw), c.dh = int(s.dh),
+    c.dw = int(s.dw);
     c.g = int(s.g);
     c.relu = p.relu == Relu::fused;
     return c;
@@ -97,12 +98,15 @@ class DepthwiseConv2d final : public OwnConv2d {
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
     const Conv2d& c = p.conv();
-    if (!c.depthwise()) return "not depthwise: needs g = ic = oc > 1 (conv2d.cuda.implicit_gemm takes the rest)";
+    if (!c.depthwise())
+      return "not depthwise: needs g = ic = oc > 1 (conv2d.cuda.implicit_gemm takes the rest)";
     if (std::string why = conv_limits(c); !why.empty()) return why;
     const Conv a = args_of(p);
     if (conv2d_depthwise_smem_bytes(a) > kDepthwiseMaxSmem)
-      return "the input window of one output tile needs more than 48 KiB of shared memory (stride or dilation too large)";
-    if (conv2d_depthwise_tiles_h(a) > kDepthwiseMaxTilesPerAxis || conv2d_depthwise_tiles_w(a) > kDepthwiseMaxTilesPerAxis)
+      return "the input window of one output tile needs more than 48 KiB of shared memory (stride or "
+             "dilation too large)";
+    if (conv2d_depthwise_tiles_h(a) > kDepthwiseMaxTilesPerAxis ||
+        conv2d_depthwise_tiles_w(a) > kDepthwiseMaxTilesPerAxis)
       return "more output tiles along an axis than grid.y/z allow";
     return gpu_unusable();
   }
@@ -118,7 +122,11 @@ class DepthwiseConv2d final : public OwnConv2d {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_implicit_gemm_conv2d() { return std::make_unique<ImplicitGemmConv2d>(); }
-std::unique_ptr<Kernel> make_depthwise_conv2d() { return std::make_unique<DepthwiseConv2d>(); }
+std::unique_ptr<Kernel> make_implicit_gemm_conv2d() {
+  return std::make_unique<ImplicitGemmConv2d>();
+}
+std::unique_ptr<Kernel> make_depthwise_conv2d() {
+  return std::make_unique<DepthwiseConv2d>();
+}
 
 }  // namespace lb::cuda::own

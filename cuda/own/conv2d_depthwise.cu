@@ -56,7 +56,8 @@ __global__ void __launch_bounds__(THREADS)
     tile[i] = (h >= 0 && h < cv.h && wi >= 0 && wi < cv.w_) ? xp[h * cv.w_ + wi] : 0.0f;
   }
   const int taps = cv.r * cv.s;
-  for (int i = tid; i < taps; i += THREADS) filt[i] = w[ch * taps + i];
+  for (int i = tid; i < taps; i += THREADS)
+    filt[i] = w[ch * taps + i];
   __syncthreads();
 
   const int q = q0 + threadIdx.x;
@@ -68,7 +69,8 @@ __global__ void __launch_bounds__(THREADS)
     float acc = 0.0f;
     for (int r = 0; r < cv.r; ++r) {
       const float* row = tile + (ly * cv.sh + r * cv.dh) * win_w + threadIdx.x * cv.sw;
-      for (int s = 0; s < cv.s; ++s) acc = fmaf(row[s * cv.dw], filt[r * cv.s + s], acc);
+      for (int s = 0; s < cv.s; ++s)
+        acc = fmaf(row[s * cv.dw], filt[r * cv.s + s], acc);
     }
     y[(plane * cv.p + p) * cv.q + q] = epilogue(acc, bias, ch, cv.relu);
   }
@@ -79,10 +81,15 @@ __global__ void __launch_bounds__(THREADS)
 int conv2d_depthwise_smem_bytes(const Conv& c) {
   const Window win = window(c);
   const long long bytes = (long long)sizeof(float) * (win.h * win.w + (long long)c.r * c.s);
-  return bytes > kDepthwiseMaxSmem ? kDepthwiseMaxSmem + 1 : int(bytes);  // clamped: over the limit stays over it
+  return bytes > kDepthwiseMaxSmem ? kDepthwiseMaxSmem + 1
+                                   : int(bytes);  // clamped: over the limit stays over it
 }
-int conv2d_depthwise_tiles_h(const Conv& c) { return ceil_div(c.p, TILE_H); }
-int conv2d_depthwise_tiles_w(const Conv& c) { return ceil_div(c.q, TILE_W); }
+int conv2d_depthwise_tiles_h(const Conv& c) {
+  return ceil_div(c.p, TILE_H);
+}
+int conv2d_depthwise_tiles_w(const Conv& c) {
+  return ceil_div(c.q, TILE_W);
+}
 
 void conv2d_depthwise(const Conv& c) {
   const Window win = window(c);
@@ -90,8 +97,8 @@ void conv2d_depthwise(const Conv& c) {
   check_grid(grid.x, grid.y, grid.z, "conv2d.cuda.depthwise");
   if (conv2d_depthwise_smem_bytes(c) > kDepthwiseMaxSmem)
     throw Error("conv2d.cuda.depthwise: the input window needs more than 48 KiB of shared memory");
-  depthwise_kernel<<<grid, dim3(TILE_W, THREADS_Y), conv2d_depthwise_smem_bytes(c)>>>(c.x, c.w, c.bias, c.y, c,
-                                                                                       int(win.h), int(win.w));
+  depthwise_kernel<<<grid, dim3(TILE_W, THREADS_Y), conv2d_depthwise_smem_bytes(c)>>>(
+      c.x, c.w, c.bias, c.y, c, int(win.h), int(win.w));
   LB_OWN_LAUNCHED();
 }
 

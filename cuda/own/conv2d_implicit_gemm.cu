@@ -21,12 +21,12 @@
 namespace lb::cuda::own {
 namespace {
 
-constexpr int BM = 64;   // block tile: output pixels
-constexpr int BN = 64;   // block tile: output channels
-constexpr int BK = 16;   // taps per shared-memory step
-constexpr int TM = 4;    // outputs per thread along pixels (strided by BM/TM)
-constexpr int TN = 4;    // outputs per thread along channels (strided by BN/TN)
-constexpr int PAD = 2;   // Bs row stride ≡ 2 (mod 32): its transposed stores hit 32 banks
+constexpr int BM = 64;  // block tile: output pixels
+constexpr int BN = 64;  // block tile: output channels
+constexpr int BK = 16;  // taps per shared-memory step
+constexpr int TM = 4;   // outputs per thread along pixels (strided by BM/TM)
+constexpr int TN = 4;   // outputs per thread along channels (strided by BN/TN)
+constexpr int PAD = 2;  // Bs row stride ≡ 2 (mod 32): its transposed stores hit 32 banks
 constexpr int THREADS = (BM / TM) * (BN / TN);
 static_assert(BM % TM == 0 && BN % TN == 0, "TM, TN must divide the block tile");
 static_assert(THREADS <= 1024 && THREADS % 32 == 0, "whole warps, at most 1024 threads");
@@ -34,8 +34,9 @@ static_assert(THREADS % BM == 0, "each thread gathers for one fixed pixel of the
 static_assert((BM * BK) % THREADS == 0 && (BN * BK) % THREADS == 0, "every thread loads the same count");
 
 __global__ void __launch_bounds__(THREADS)
-    implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w, const float* __restrict__ bias,
-                         float* __restrict__ y, const Tap* __restrict__ table, Conv cv) {
+    implicit_gemm_kernel(const float* __restrict__ x, const float* __restrict__ w,
+                         const float* __restrict__ bias, float* __restrict__ y, const Tap* __restrict__ table,
+                         Conv cv) {
   constexpr int RS = BM / TM, CS = BN / TN;
   __shared__ float As[BK][BM];        // As[tap][pixel]
   __shared__ float Bs[BK][BN + PAD];  // Bs[tap][channel]
@@ -81,13 +82,16 @@ __global__ void __launch_bounds__(THREADS)
     for (int kk = 0; kk < BK; ++kk) {
       float ra[TM], rb[TN];
 #pragma unroll
-      for (int i = 0; i < TM; ++i) ra[i] = As[kk][tm + i * RS];
+      for (int i = 0; i < TM; ++i)
+        ra[i] = As[kk][tm + i * RS];
 #pragma unroll
-      for (int j = 0; j < TN; ++j) rb[j] = Bs[kk][tn + j * CS];
+      for (int j = 0; j < TN; ++j)
+        rb[j] = Bs[kk][tn + j * CS];
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
     }
     __syncthreads();
   }

@@ -70,7 +70,8 @@ class MmaDense final : public OwnDense {
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f16, DType::bf16}); !why.empty())
       return why + ": mma.sync m16n8k16 takes 16-bit inputs";
-    if (p.dense().ic % kMmaKMultiple != 0) return "ic % 8 != 0: rows must be whole 16-byte chunks for cp.async";
+    if (p.dense().ic % kMmaKMultiple != 0)
+      return "ic % 8 != 0: rows must be whole 16-byte chunks for cp.async";
     if (std::string why = dense_limits(p.dense()); !why.empty()) return why;
     return gpu_unusable(80);  // mma.sync with bf16 needs sm_80 or newer
   }
@@ -87,7 +88,11 @@ class MmaDense final : public OwnDense {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_sgemm_dense(GemmLauncher launch) { return std::make_unique<SgemmDense>(launch); }
-std::unique_ptr<Kernel> make_mma_dense() { return std::make_unique<MmaDense>(); }
+std::unique_ptr<Kernel> make_sgemm_dense(GemmLauncher launch) {
+  return std::make_unique<SgemmDense>(launch);
+}
+std::unique_ptr<Kernel> make_mma_dense() {
+  return std::make_unique<MmaDense>();
+}
 
 }  // namespace lb::cuda::own

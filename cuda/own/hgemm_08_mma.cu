@@ -30,12 +30,12 @@
 namespace lb::cuda::own {
 namespace {
 
-constexpr int BM = 128;     // block tile rows (M)
-constexpr int BN = 128;     // block tile columns (N)
-constexpr int BK = 64;      // K per stage, in elements (128 bytes per row)
-constexpr int STAGES = 3;   // K-tiles in flight
-constexpr int WARPS_M = 2;  // warps along M
-constexpr int WARPS_N = 4;  // warps along N
+constexpr int BM = 128;        // block tile rows (M)
+constexpr int BN = 128;        // block tile columns (N)
+constexpr int BK = 64;         // K per stage, in elements (128 bytes per row)
+constexpr int STAGES = 3;      // K-tiles in flight
+constexpr int WARPS_M = 2;     // warps along M
+constexpr int WARPS_N = 4;     // warps along N
 constexpr int MIN_BLOCKS = 2;  // blocks per SM: registers capped at 128, 2 x 96 KiB of shared memory
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
@@ -45,12 +45,15 @@ constexpr int STAGE_ELEMS = (BM + BN) * BK;
 constexpr int SMEM_BYTES = STAGES * STAGE_ELEMS * 2;
 static_assert(CHUNKS == 8, "the XOR swizzle maps 8 chunks of a 128-byte row over 8 rows");
 static_assert(BK % 16 == 0, "mma.m16n8k16 steps through K by 16");
-static_assert(WM % 16 == 0 && WN % 16 == 0, "A fragments are 16 rows; B is loaded two 8-column tiles at a time");
+static_assert(WM % 16 == 0 && WN % 16 == 0,
+              "A fragments are 16 rows; B is loaded two 8-column tiles at a time");
 static_assert(BM % 8 == 0 && BN % 8 == 0, "swizzle rows come in groups of 8");
-static_assert((BM * CHUNKS) % THREADS == 0 && (BN * CHUNKS) % THREADS == 0, "every thread copies the same count");
+static_assert((BM * CHUNKS) % THREADS == 0 && (BN * CHUNKS) % THREADS == 0,
+              "every thread copies the same count");
 static_assert(STAGES >= 2, "a pipeline needs at least two stages");
 static_assert(SMEM_BYTES <= 227 * 1024, "sm_90 allows 227 KiB of shared memory per block");
-static_assert(MIN_BLOCKS * (SMEM_BYTES + 1024) <= 228 * 1024, "MIN_BLOCKS blocks share an SM's 228 KiB (1 KiB reserved each)");
+static_assert(MIN_BLOCKS * (SMEM_BYTES + 1024) <= 228 * 1024,
+              "MIN_BLOCKS blocks share an SM's 228 KiB (1 KiB reserved each)");
 static_assert(kMmaKMultiple * 2 == 16, "K % kMmaKMultiple == 0 makes rows whole 16-byte chunks");
 
 template <bool BF16>
@@ -59,7 +62,9 @@ template <>
 struct Half<true> {
   using T = __nv_bfloat16;
   static __device__ __forceinline__ T one(float v) { return __float2bfloat16_rn(v); }
-  static __device__ __forceinline__ __nv_bfloat162 two(float v0, float v1) { return __floats2bfloat162_rn(v0, v1); }
+  static __device__ __forceinline__ __nv_bfloat162 two(float v0, float v1) {
+    return __floats2bfloat162_rn(v0, v1);
+  }
   // d += a·b on a 16×8×16 tile (fragment layouts: PTX ISA, "mma.m16n8k16").
   static __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     asm volatile(
@@ -92,7 +97,9 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 template <int PENDING>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
@@ -105,13 +112,15 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
 }
 
 // Element offset of (row, chunk) in a swizzled tile of BK-element rows.
-__device__ __forceinline__ int swizzled(int row, int chunk) { return row * BK + ((chunk ^ (row % 8)) * 8); }
+__device__ __forceinline__ int swizzled(int row, int chunk) {
+  return row * BK + ((chunk ^ (row % 8)) * 8);
+}
 
 template <bool BF16>
 __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     mma_kernel(const typename Half<BF16>::T* __restrict__ a, const typename Half<BF16>::T* __restrict__ b,
-               const float* __restrict__ bias, typename Half<BF16>::T* __restrict__ c, int M, int N, int K, bool relu,
-               bool pair_store) {
+               const float* __restrict__ bias, typename Half<BF16>::T* __restrict__ c, int M, int N, int K,
+               bool relu, bool pair_store) {
   using T = typename Half<BF16>::T;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* smem = reinterpret_cast<T*>(smem_raw);  // stage s: A tile (BM×BK) then B tile (BN×BK), both swizzled
@@ -174,7 +183,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < NI; ++ni) Half<BF16>::mma(acc[mi][ni], af[mi], bf[ni]);
+        for (int ni = 0; ni < NI; ++ni)
+          Half<BF16>::mma(acc[mi][ni], af[mi], bf[ni]);
     }
   }
   cp_async_wait<0>();  // only empty groups remain; leave nothing in flight
@@ -195,7 +205,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
         if (n + 1 < N) {
           const float v1 = epilogue(acc[mi][ni][2 * half + 1], bias, n + 1, relu);
           if (pair_store) {  // N even, n even: 4-byte aligned
-            *reinterpret_cast<decltype(Half<BF16>::two(0.0f, 0.0f))*>(c + m * N + n) = Half<BF16>::two(v0, v1);
+            *reinterpret_cast<decltype(Half<BF16>::two(0.0f, 0.0f))*>(c + m * N + n) =
+                Half<BF16>::two(v0, v1);
           } else {
             c[m * N + n] = Half<BF16>::one(v0);
             c[m * N + n + 1] = Half<BF16>::one(v1);
@@ -207,29 +218,36 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
     }
 }
 
-bool aligned(const void* p, std::uintptr_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+bool aligned(const void* p, std::uintptr_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
 
 }  // namespace
 
 void hgemm_08_setup() {
-  LB_CUDA_CHECK(cudaFuncSetAttribute(mma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-  LB_CUDA_CHECK(cudaFuncSetAttribute(mma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+  LB_CUDA_CHECK(
+      cudaFuncSetAttribute(mma_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+  LB_CUDA_CHECK(
+      cudaFuncSetAttribute(mma_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
 }
 
 void hgemm_08_mma(const Gemm& g, bool bf16) {
   if (g.k % kMmaKMultiple != 0 || !aligned(g.a, 16) || !aligned(g.b, 16))
-    throw Error("dense.cuda.08_mma: needs K % 8 == 0 and 16-byte aligned operands (K = " + std::to_string(g.k) + ")");
+    throw Error(
+        "dense.cuda.08_mma: needs K % 8 == 0 and 16-byte aligned operands (K = " + std::to_string(g.k) + ")");
   const dim3 grid(ceil_div(g.m, BM), ceil_div(g.n, BN));
   check_grid(grid.x, grid.y, 1, "dense.cuda.08_mma");
   const bool pair_store = g.n % 2 == 0 && aligned(g.c, 4);
   if (bf16) {
     using T = Half<true>::T;
-    mma_kernel<true><<<grid, THREADS, SMEM_BYTES>>>(static_cast<const T*>(g.a), static_cast<const T*>(g.b), g.bias,
-                                                    static_cast<T*>(g.c), g.m, g.n, g.k, g.relu, pair_store);
+    mma_kernel<true><<<grid, THREADS, SMEM_BYTES>>>(static_cast<const T*>(g.a), static_cast<const T*>(g.b),
+                                                    g.bias, static_cast<T*>(g.c), g.m, g.n, g.k, g.relu,
+                                                    pair_store);
   } else {
     using T = Half<false>::T;
-    mma_kernel<false><<<grid, THREADS, SMEM_BYTES>>>(static_cast<const T*>(g.a), static_cast<const T*>(g.b), g.bias,
-                                                     static_cast<T*>(g.c), g.m, g.n, g.k, g.relu, pair_store);
+    mma_kernel<false><<<grid, THREADS, SMEM_BYTES>>>(static_cast<const T*>(g.a), static_cast<const T*>(g.b),
+                                                     g.bias, static_cast<T*>(g.c), g.m, g.n, g.k, g.relu,
+                                                     pair_store);
   }
   LB_OWN_LAUNCHED();
 }

@@ -17,7 +17,7 @@ std::string too_big_for_int(std::initializer_list<int64_t> element_counts);
 
 using GemmLauncher = void (*)(const Gemm&);
 std::unique_ptr<Kernel> make_sgemm_dense(GemmLauncher launch);  // steps 01..07, f32
-std::unique_ptr<Kernel> make_mma_dense();                      // step 08, f16/bf16
+std::unique_ptr<Kernel> make_mma_dense();                       // step 08, f16/bf16
 std::unique_ptr<Kernel> make_implicit_gemm_conv2d();
 std::unique_ptr<Kernel> make_depthwise_conv2d();
 std::unique_ptr<Kernel> make_lstm();

@@ -101,7 +101,8 @@ class OwnLstm final : public GpuKernel {
   }
 
   void release() override {
-    for (DeviceBuffer* b : {&gx_, &gh_, &h_, &c_, &seq_}) *b = DeviceBuffer();
+    for (DeviceBuffer* b : {&gx_, &gh_, &h_, &c_, &seq_})
+      *b = DeviceBuffer();
     GpuKernel::release();
   }
 
@@ -115,6 +116,8 @@ class OwnLstm final : public GpuKernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_lstm() { return std::make_unique<OwnLstm>(); }
+std::unique_ptr<Kernel> make_lstm() {
+  return std::make_unique<OwnLstm>();
+}
 
 }  // namespace lb::cuda::own

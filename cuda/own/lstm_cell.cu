@@ -16,7 +16,9 @@ namespace {
 constexpr int THREADS = 256;  // threads per block, one unit each
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps, at most 1024 threads");
 
-__device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
+__device__ __forceinline__ float sigmoid(float v) {
+  return 1.0f / (1.0f + expf(-v));
+}
 
 __global__ void __launch_bounds__(THREADS) cell_kernel(LstmCell a) {
   const int u = blockIdx.x * THREADS + threadIdx.x;  // unit n·H + j

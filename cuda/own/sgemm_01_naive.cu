@@ -15,7 +15,7 @@ namespace {
 constexpr int BLOCK = 32;  // BLOCK×BLOCK threads, one output each
 static_assert(BLOCK * BLOCK <= 1024, "a block holds at most 1024 threads");
 
-__global__ void __launch_bounds__(BLOCK * BLOCK)
+__global__ void __launch_bounds__(BLOCK* BLOCK)
     naive_kernel(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
                  float* __restrict__ c, int M, int N, int K, bool relu) {
   const int m = blockIdx.x * BLOCK + threadIdx.x;
@@ -24,7 +24,8 @@ __global__ void __launch_bounds__(BLOCK * BLOCK)
   const float* arow = a + m * K;  // row m of A (K values)
   const float* brow = b + n * K;  // row n of B
   float acc = 0.0f;
-  for (int k = 0; k < K; ++k) acc = fmaf(arow[k], brow[k], acc);
+  for (int k = 0; k < K; ++k)
+    acc = fmaf(arow[k], brow[k], acc);
   c[m * N + n] = epilogue(acc, bias, n, relu);
 }
 
@@ -33,8 +34,8 @@ __global__ void __launch_bounds__(BLOCK * BLOCK)
 void sgemm_01_naive(const Gemm& g) {
   const dim3 grid(ceil_div(g.m, BLOCK), ceil_div(g.n, BLOCK));
   check_grid(grid.x, grid.y, 1, "dense.cuda.01_naive");
-  naive_kernel<<<grid, dim3(BLOCK, BLOCK)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b), g.bias,
-                                              static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
+  naive_kernel<<<grid, dim3(BLOCK, BLOCK)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b),
+                                             g.bias, static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
   LB_OWN_LAUNCHED();
 }
 

@@ -28,8 +28,10 @@ __global__ void __launch_bounds__(WARPS * 32)
   const float* arow = a + m * K;
   const float* brow = b + n * K;
   float acc = 0.0f;
-  for (int k = lane; k < K; k += 32) acc = fmaf(arow[k], brow[k], acc);
-  for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
+  for (int k = lane; k < K; k += 32)
+    acc = fmaf(arow[k], brow[k], acc);
+  for (int offset = 16; offset > 0; offset /= 2)
+    acc += __shfl_down_sync(0xffffffffu, acc, offset);
   if (lane == 0) c[m * N + n] = epilogue(acc, bias, n, relu);
 }
 
@@ -38,8 +40,9 @@ __global__ void __launch_bounds__(WARPS * 32)
 void sgemm_02_coalesced(const Gemm& g) {
   const long long blocks = ceil_div((long long)g.m * g.n, WARPS);
   check_grid(blocks, 1, 1, "dense.cuda.02_coalesced");
-  coalesced_kernel<<<unsigned(blocks), WARPS * 32>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b),
-                                                      g.bias, static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
+  coalesced_kernel<<<unsigned(blocks), WARPS * 32>>>(static_cast<const float*>(g.a),
+                                                     static_cast<const float*>(g.b), g.bias,
+                                                     static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
   LB_OWN_LAUNCHED();
 }
 

@@ -20,7 +20,7 @@ constexpr int TILE = 32;  // the block's C tile is TILE×TILE; K advances TILE p
 static_assert(TILE * TILE <= 1024, "one thread per output of the tile");
 static_assert(TILE % 32 == 0, "a warp must cover a whole row of the tile (coalesced loads, one broadcast)");
 
-__global__ void __launch_bounds__(TILE * TILE)
+__global__ void __launch_bounds__(TILE* TILE)
     smem_kernel(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
                 float* __restrict__ c, int M, int N, int K, bool relu) {
   __shared__ float As[TILE][TILE];      // As[row of C tile][k]
@@ -33,7 +33,8 @@ __global__ void __launch_bounds__(TILE * TILE)
     As[ty][tx] = (m0 + ty < M && k < K) ? a[(m0 + ty) * K + k] : 0.0f;
     Bs[ty][tx] = (n0 + ty < N && k < K) ? b[(n0 + ty) * K + k] : 0.0f;
     __syncthreads();
-    for (int kk = 0; kk < TILE; ++kk) acc = fmaf(As[ty][kk], Bs[tx][kk], acc);
+    for (int kk = 0; kk < TILE; ++kk)
+      acc = fmaf(As[ty][kk], Bs[tx][kk], acc);
     __syncthreads();  // the tile is overwritten next step
   }
   const int m = m0 + ty, n = n0 + tx;  // tx -> n: the store is coalesced
@@ -45,8 +46,8 @@ __global__ void __launch_bounds__(TILE * TILE)
 void sgemm_03_smem(const Gemm& g) {
   const dim3 grid(ceil_div(g.m, TILE), ceil_div(g.n, TILE));
   check_grid(grid.x, grid.y, 1, "dense.cuda.03_smem");
-  smem_kernel<<<grid, dim3(TILE, TILE)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b), g.bias,
-                                           static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
+  smem_kernel<<<grid, dim3(TILE, TILE)>>>(static_cast<const float*>(g.a), static_cast<const float*>(g.b),
+                                          g.bias, static_cast<float*>(g.c), g.m, g.n, g.k, g.relu);
   LB_OWN_LAUNCHED();
 }
 

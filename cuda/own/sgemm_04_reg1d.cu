@@ -50,7 +50,8 @@ __global__ void __launch_bounds__(THREADS)
     for (int kk = 0; kk < BK; ++kk) {
       const float bv = Bs[kk][col];
 #pragma unroll
-      for (int i = 0; i < TM; ++i) acc[i] = fmaf(As[kk][row0 + i], bv, acc[i]);
+      for (int i = 0; i < TM; ++i)
+        acc[i] = fmaf(As[kk][row0 + i], bv, acc[i]);
     }
     __syncthreads();
   }

@@ -52,13 +52,16 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
     for (int kk = 0; kk < BK; ++kk) {
 #pragma unroll
-      for (int i = 0; i < TM; ++i) ra[i] = As[kk][tm + i * RS];
+      for (int i = 0; i < TM; ++i)
+        ra[i] = As[kk][tm + i * RS];
 #pragma unroll
-      for (int j = 0; j < TN; ++j) rb[j] = Bs[kk][tn + j * CS];
+      for (int j = 0; j < TN; ++j)
+        rb[j] = Bs[kk][tn + j * CS];
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
     }
     __syncthreads();
   }

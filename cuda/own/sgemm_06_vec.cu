@@ -31,7 +31,8 @@ static_assert(BM % TM == 0 && BN % TN == 0, "TM, TN must divide the block tile")
 static_assert(BK % 4 == 0, "tiles are loaded as float4 along K");
 static_assert(PAD % 4 == 0, "shared rows must stay 16-byte aligned for float4 reads");
 static_assert(THREADS <= 1024 && THREADS % 32 == 0, "whole warps, at most 1024 threads");
-static_assert((BM * BK / 4) % THREADS == 0 && (BN * BK / 4) % THREADS == 0, "every thread loads the same count");
+static_assert((BM * BK / 4) % THREADS == 0 && (BN * BK / 4) % THREADS == 0,
+              "every thread loads the same count");
 
 // Four values of row `row` (of `rows`) of a K-contiguous matrix, from column k; zeros
 // outside. VEC: one aligned float4 load (K % 4 == 0, k % 4 == 0, so k < K covers k + 3).
@@ -55,8 +56,8 @@ template <bool VEC>
 __global__ void __launch_bounds__(THREADS)
     vec_kernel(const float* __restrict__ a, const float* __restrict__ b, const float* __restrict__ bias,
                float* __restrict__ c, int M, int N, int K, bool relu, bool vec_store) {
-  constexpr int RG = TM / 4, CG = TN / 4;            // runs of 4 per thread
-  constexpr int RSTEP = BM / RG, CSTEP = BN / CG;    // distance between a thread's runs
+  constexpr int RG = TM / 4, CG = TN / 4;           // runs of 4 per thread
+  constexpr int RSTEP = BM / RG, CSTEP = BN / CG;   // distance between a thread's runs
   __shared__ __align__(16) float As[BK][BM + PAD];  // As[k][m]
   __shared__ __align__(16) float Bs[BK][BN + PAD];  // Bs[k][n]
   const int t = threadIdx.x;
@@ -93,7 +94,8 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
     }
     __syncthreads();
   }
@@ -107,7 +109,8 @@ __global__ void __launch_bounds__(THREADS)
       if (n >= N) continue;
       float v[4];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v[q] = epilogue(acc[i][4 * j + q], bias, n + q < N ? n + q : n, relu);
+      for (int q = 0; q < 4; ++q)
+        v[q] = epilogue(acc[i][4 * j + q], bias, n + q < N ? n + q : n, relu);
       if (vec_store) {  // N % 4 == 0: n < N covers n + 3
         *reinterpret_cast<float4*>(c + m * N + n) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
@@ -119,7 +122,9 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 }  // namespace
 

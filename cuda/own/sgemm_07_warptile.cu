@@ -24,14 +24,14 @@
 namespace lb::cuda::own {
 namespace {
 
-constexpr int BM = 128;      // block tile rows (M)
-constexpr int BN = 128;      // block tile columns (N)
-constexpr int BK = 16;       // K per stage
-constexpr int WARPS_M = 4;   // warps along M
-constexpr int WARPS_N = 2;   // warps along N
-constexpr int LANES_M = 4;   // lanes of a warp along M
-constexpr int LANES_N = 8;   // lanes of a warp along N (8: a quarter warp reads 128 contiguous bytes of Bs)
-constexpr int PAD = 4;       // extra columns of the k-major tiles; keeps rows 16-byte aligned
+constexpr int BM = 128;        // block tile rows (M)
+constexpr int BN = 128;        // block tile columns (N)
+constexpr int BK = 16;         // K per stage
+constexpr int WARPS_M = 4;     // warps along M
+constexpr int WARPS_N = 2;     // warps along N
+constexpr int LANES_M = 4;     // lanes of a warp along M
+constexpr int LANES_N = 8;     // lanes of a warp along N (8: a quarter warp reads 128 contiguous bytes of Bs)
+constexpr int PAD = 4;         // extra columns of the k-major tiles; keeps rows 16-byte aligned
 constexpr int MIN_BLOCKS = 2;  // blocks per SM the registers must allow (caps a thread at 128 registers)
 constexpr int THREADS = WARPS_M * WARPS_N * 32;
 constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // warp tile
@@ -44,7 +44,8 @@ static_assert(LANES_M * LANES_N == 32, "the lanes of a warp form a LANES_M×LANE
 static_assert(BM % WARPS_M == 0 && BN % WARPS_N == 0, "warps split the block tile evenly");
 static_assert(WM % (LANES_M * 4) == 0 && WN % (LANES_N * 4) == 0, "lanes split the warp tile into runs of 4");
 static_assert(BK % 4 == 0 && PAD % 4 == 0, "float4 along K and 16-byte aligned shared rows");
-static_assert(LOADS_A * THREADS * 4 == BM * BK && LOADS_B * THREADS * 4 == BN * BK, "every thread loads the same count");
+static_assert(LOADS_A * THREADS * 4 == BM * BK && LOADS_B * THREADS * 4 == BN * BK,
+              "every thread loads the same count");
 static_assert(THREADS <= 1024, "a block holds at most 1024 threads");
 static_assert(2 * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "two stages fit static shared memory");
 
@@ -92,12 +93,14 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 #pragma unroll
     for (int l = 0; l < LOADS_A; ++l) {
       const int i = t + l * THREADS, r = i / (BK / 4), kq = i % (BK / 4) * 4;
-      As[s][kq][r] = sa[l].x, As[s][kq + 1][r] = sa[l].y, As[s][kq + 2][r] = sa[l].z, As[s][kq + 3][r] = sa[l].w;
+      As[s][kq][r] = sa[l].x, As[s][kq + 1][r] = sa[l].y, As[s][kq + 2][r] = sa[l].z,
+      As[s][kq + 3][r] = sa[l].w;
     }
 #pragma unroll
     for (int l = 0; l < LOADS_B; ++l) {
       const int i = t + l * THREADS, r = i / (BK / 4), kq = i % (BK / 4) * 4;
-      Bs[s][kq][r] = sb[l].x, Bs[s][kq + 1][r] = sb[l].y, Bs[s][kq + 2][r] = sb[l].z, Bs[s][kq + 3][r] = sb[l].w;
+      Bs[s][kq][r] = sb[l].x, Bs[s][kq + 1][r] = sb[l].y, Bs[s][kq + 2][r] = sb[l].z,
+      Bs[s][kq + 3][r] = sb[l].w;
     }
   };
 
@@ -125,7 +128,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 #pragma unroll
       for (int i = 0; i < TM; ++i)
 #pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+        for (int j = 0; j < TN; ++j)
+          acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
     }
     // Stage s^1 was last read before the previous barrier, so it may be written now; the
     // barrier below publishes it and frees stage s for the next iteration's writes.
@@ -143,7 +147,8 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
       if (n >= N) continue;
       float v[4];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v[q] = epilogue(acc[i][4 * j + q], bias, n + q < N ? n + q : n, relu);
+      for (int q = 0; q < 4; ++q)
+        v[q] = epilogue(acc[i][4 * j + q], bias, n + q < N ? n + q : n, relu);
       if (vec_store) {  // N % 4 == 0: n < N covers n + 3
         *reinterpret_cast<float4*>(c + m * N + n) = make_float4(v[0], v[1], v[2], v[3]);
       } else {
@@ -155,7 +160,9 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 
 }  // namespace
 

@@ -5,7 +5,6 @@
 // (gpu_test_main.cpp) — these tests never pass without having run.
 #include <gtest/gtest.h>
 
-
 #include "cuda/memory.h"
 #include "cuda/runtime.h"
 #include "kernels/data.h"
@@ -32,16 +31,19 @@ void check_all(const std::vector<Problem>& problems) {
   EXPECT_GT(checked, 0) << "no GPU kernel checked anything";
 }
 
-TEST(GpuBackends, SmokeSuite) { check_all(load_suite("smoke")); }
+TEST(GpuBackends, SmokeSuite) {
+  check_all(load_suite("smoke"));
+}
 
 TEST(GpuBackends, AwkwardShapes) {
   std::vector<Problem> problems;
-  for (const char* line : {
-           "dense mb=1 ic=1 oc=1", "dense mb=17 ic=1023 oc=3 relu=fused", "dense mb=3 ic=17 oc=1023 relu=separate",
-           "conv2d mb=1 ic=3 ih=17 iw=13 oc=7 kh=3 kw=3 sh=2 ph=1", "conv2d mb=2 ic=13 ih=9 iw=9 oc=13 kh=3 kw=3 ph=1 g=13",
-           "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 ph=2 dh=2 relu=inplace",
-           "conv2d mb=3 ic=6 ih=7 iw=7 oc=9 kh=1 kw=1 g=3 relu=fused", "lstm mb=1 t=1 ic=3 hc=5",
-           "lstm mb=3 t=4 ic=17 hc=8 l=2 relu=separate", "lstm mb=5 t=7 ic=16 hc=16 l=3 relu=inplace"})
+  for (const char* line :
+       {"dense mb=1 ic=1 oc=1", "dense mb=17 ic=1023 oc=3 relu=fused",
+        "dense mb=3 ic=17 oc=1023 relu=separate", "conv2d mb=1 ic=3 ih=17 iw=13 oc=7 kh=3 kw=3 sh=2 ph=1",
+        "conv2d mb=2 ic=13 ih=9 iw=9 oc=13 kh=3 kw=3 ph=1 g=13",
+        "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 ph=2 dh=2 relu=inplace",
+        "conv2d mb=3 ic=6 ih=7 iw=7 oc=9 kh=1 kw=1 g=3 relu=fused", "lstm mb=1 t=1 ic=3 hc=5",
+        "lstm mb=3 t=4 ic=17 hc=8 l=2 relu=separate", "lstm mb=5 t=7 ic=16 hc=16 l=3 relu=inplace"})
     problems.push_back(parse_problem(line));
   check_all(problems);
 }

@@ -26,7 +26,8 @@ std::vector<const KernelEntry*> own_kernels(Op op) {
 // Whether kernel `id` is meant to handle p (then it must check it, not skip it).
 using Meant = std::function<bool(const std::string& id, const Problem& p)>;
 
-void check_op(Op op, const std::vector<const char*>& lines, const std::vector<DType>& dtypes, const Meant& meant) {
+void check_op(Op op, const std::vector<const char*>& lines, const std::vector<DType>& dtypes,
+              const Meant& meant) {
   const auto kernels = own_kernels(op);
   ASSERT_FALSE(kernels.empty()) << "no " << name(op) << " kernel of backend cuda registered";
   for (const KernelEntry* k : kernels) {
@@ -46,17 +47,19 @@ void check_op(Op op, const std::vector<const char*>& lines, const std::vector<DT
 }
 
 TEST(OwnCudaKernels, AllRegistered) {
-  for (const char* id : {"dense.cuda.01_naive", "dense.cuda.02_coalesced", "dense.cuda.03_smem", "dense.cuda.04_reg1d",
-                         "dense.cuda.05_reg2d", "dense.cuda.06_vec", "dense.cuda.07_warptile", "dense.cuda.08_mma",
-                         "conv2d.cuda.implicit_gemm", "conv2d.cuda.depthwise", "lstm.cuda.default"})
+  for (const char* id :
+       {"dense.cuda.01_naive", "dense.cuda.02_coalesced", "dense.cuda.03_smem", "dense.cuda.04_reg1d",
+        "dense.cuda.05_reg2d", "dense.cuda.06_vec", "dense.cuda.07_warptile", "dense.cuda.08_mma",
+        "conv2d.cuda.implicit_gemm", "conv2d.cuda.depthwise", "lstm.cuda.default"})
     EXPECT_NE(registry().find(id), nullptr) << id;
 }
 
 TEST(OwnCudaKernels, Dense) {
   check_op(Op::dense,
-           {"dense mb=1 ic=1 oc=1", "dense mb=3 ic=17 oc=1023 relu=separate", "dense mb=17 ic=1023 oc=3 relu=fused",
-            "dense mb=1023 ic=3 oc=17 relu=inplace", "dense mb=17 ic=1024 oc=1023 relu=fused",
-            "dense mb=130 ic=136 oc=260", "dense mb=256 ic=512 oc=256 relu=inplace", "dense mb=1 ic=8 oc=3 relu=fused",
+           {"dense mb=1 ic=1 oc=1", "dense mb=3 ic=17 oc=1023 relu=separate",
+            "dense mb=17 ic=1023 oc=3 relu=fused", "dense mb=1023 ic=3 oc=17 relu=inplace",
+            "dense mb=17 ic=1024 oc=1023 relu=fused", "dense mb=130 ic=136 oc=260",
+            "dense mb=256 ic=512 oc=256 relu=inplace", "dense mb=1 ic=8 oc=3 relu=fused",
             "dense mb=33 ic=200 oc=17 relu=separate", "dense mb=5 ic=20 oc=9 relu=fused"},
            {DType::f32, DType::f16, DType::bf16}, [](const std::string& id, const Problem& p) {
              if (id == "dense.cuda.08_mma") return p.dt != DType::f32 && p.dense().ic % 8 == 0;
@@ -66,7 +69,8 @@ TEST(OwnCudaKernels, Dense) {
 
 TEST(OwnCudaKernels, Conv2d) {
   check_op(Op::conv2d,
-           {"conv2d mb=1 ic=1 ih=1 iw=1 oc=1 kh=1 kw=1", "conv2d mb=3 ic=17 ih=17 iw=17 oc=3 kh=3 kw=3 ph=1 relu=fused",
+           {"conv2d mb=1 ic=1 ih=1 iw=1 oc=1 kh=1 kw=1",
+            "conv2d mb=3 ic=17 ih=17 iw=17 oc=3 kh=3 kw=3 ph=1 relu=fused",
             "conv2d mb=2 ic=3 ih=33 iw=35 oc=17 kh=5 kw=3 sh=2 sw=1 ph=2 pw=1 dw=2 relu=separate",
             "conv2d mb=2 ic=17 ih=7 iw=9 oc=1023 kh=1 kw=1 relu=inplace",
             "conv2d mb=3 ic=6 ih=7 iw=7 oc=9 kh=1 kw=1 g=3 relu=fused",

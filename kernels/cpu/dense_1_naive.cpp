@@ -13,9 +13,7 @@ namespace {
 
 class NaiveDense final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override {
-    return require_dtypes(p, {DType::f32});
-  }
+  std::string supports(const Problem& p) const override { return require_dtypes(p, {DType::f32}); }
   void prepare(const Problem& p, TensorSet&, const Context&) override {
     d_ = p.dense();
     relu_ = p.relu;

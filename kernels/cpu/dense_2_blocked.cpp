@@ -21,9 +21,7 @@ constexpr int64_t KB = 256;  // rows of Wᵀ per block (JB × KB × 4 B = 256 KB
 
 class BlockedDense final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override {
-    return require_dtypes(p, {DType::f32});
-  }
+  std::string supports(const Problem& p) const override { return require_dtypes(p, {DType::f32}); }
   void prepare(const Problem& p, TensorSet& ts, const Context&) override {
     d_ = p.dense();
     relu_ = p.relu;

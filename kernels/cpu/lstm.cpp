@@ -449,7 +449,7 @@ class CpuLstm final : public Kernel {
  private:
   struct Layer {
     int64_t width = 0;           // I for layer 0, else H
-    AlignedBuffer<float> bias;          // 4H, permuted
+    AlignedBuffer<float> bias;   // 4H, permuted
     std::vector<Packed> wx, wh;  // per thread: its columns of W_xᵀ (width × cols), W_hᵀ (H × cols)
   };
 
@@ -562,8 +562,8 @@ class CpuLstm final : public Kernel {
   int64_t chunk_ = 1;          // steps per input-projection GEMM
   std::vector<int64_t> part_;  // thread tid owns unit blocks part_[tid] .. part_[tid+1]-1
   std::vector<Layer> layers_;
-  Workspace ws_;                      // f32: one for all threads (gemm_f32_serial, by tid)
-  std::vector<Workspace> thread_ws_;  // bf16: one per thread (gemm_lowp on the caller)
+  Workspace ws_;                             // f32: one for all threads (gemm_f32_serial, by tid)
+  std::vector<Workspace> thread_ws_;         // bf16: one per thread (gemm_lowp on the caller)
   AlignedBuffer<float> a_, z_, c_, seq_[2];  // A chunk, Z (bf16), c, f32 sequences
   AlignedBuffer<uint16_t> seq16_[2];         // bf16 sequences
   std::unique_ptr<Pool> pool_;

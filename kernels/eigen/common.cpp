@@ -97,7 +97,8 @@ void relu_pass(Relu relu, TensorSet& ts, const Threads& threads) {
   // blocks through per-thread scratch buffers, memory the case would hold but not report.
   threads.device().parallelFor(dst.elements(), Eigen::TensorOpCost(4, 4, 1),
                                [y, out](Eigen::Index first, Eigen::Index last) {
-                                 for (Eigen::Index i = first; i < last; ++i) out[i] = std::max(y[i], 0.0f);
+                                 for (Eigen::Index i = first; i < last; ++i)
+                                   out[i] = std::max(y[i], 0.0f);
                                });
 }
 

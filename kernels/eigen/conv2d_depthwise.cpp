@@ -23,8 +23,7 @@ class EigenConv2dDepthwise final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
-    if (!p.conv().depthwise())
-      return "takes depthwise convolutions (g = ic = oc) only";
+    if (!p.conv().depthwise()) return "takes depthwise convolutions (g = ic = oc) only";
     return {};
   }
 

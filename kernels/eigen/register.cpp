@@ -1,7 +1,6 @@
 // Backend `eigen`: Eigen's tensor contractions and array expressions, one registration line
 // each (the ids live here only).
 #include <Eigen/Core>
-
 #include <string>
 
 #include "kernels/eigen/kernels.h"

@@ -65,8 +65,7 @@ class OnednnConv2d final : public PlanKernel {
         return "only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
                " in NCHW; conv2d.onednn.default reorders";
     } catch (const dnnl::error& e) {
-      return "no " + std::string(name(p.dt)) + " convolution on this CPU (" +
-             dnnl_status2str(e.status) + ")";
+      return "no " + std::string(name(p.dt)) + " convolution on this CPU (" + dnnl_status2str(e.status) + ")";
     }
     return {};
   }

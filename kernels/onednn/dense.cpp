@@ -36,8 +36,8 @@ class OnednnDense final : public PlanKernel {
     try {
       make_pd(p, p.dt == DType::i8 ? kProbeScale : 1.0f);
     } catch (const dnnl::error& e) {
-      return "no " + std::string(name(p.dt)) + " inner product on this CPU (" +
-             dnnl_status2str(e.status) + ")";
+      return "no " + std::string(name(p.dt)) + " inner product on this CPU (" + dnnl_status2str(e.status) +
+             ")";
     }
     return {};
   }

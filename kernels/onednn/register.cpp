@@ -41,7 +41,8 @@ void register_onednn(Registry& r) {
   using namespace onednn;
   const dnnl_version_t* v = dnnl_version();
   r.add_context("layerbench_onednn_version", std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                                                 std::to_string(v->patch) + " (" + (v->hash ? v->hash : "") + ")");
+                                                 std::to_string(v->patch) + " (" + (v->hash ? v->hash : "") +
+                                                 ")");
   // The highest ISA oneDNN may dispatch to here; each case's lb_details names the implementation.
   r.add_context("layerbench_onednn_isa", isa_name(dnnl_get_effective_cpu_isa()));
   r.add({.id = "dense.onednn.default",

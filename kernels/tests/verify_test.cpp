@@ -1,6 +1,5 @@
 // Verification catches deliberately wrong kernels: unwritten outputs, small and large
 // errors, NaN, inputs overwritten, exceptions; and it mistrusts mostly-zero references.
-#include "kernels/case_session.h"
 #include "kernels/verify.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/case_session.h"
 #include "kernels/common.h"
 #include "kernels/model.h"
 
