@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++         # the build
+  clang-format                  # the layout test (ctest -R format)
   libgtest-dev libbenchmark-dev # GoogleTest, Google Benchmark
   nlohmann-json3-dev            # results files
   python3 python3-matplotlib python3-numpy python3-scipy  # result checks, reports, plots
