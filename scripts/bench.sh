@@ -3,10 +3,12 @@
 # alexnet and mobilenet_v1 and lstm_lm, batch 1, 16 and 64, every dtype each backend
 # supports, every ReLU mode, CPU kernels on 1 thread and on all cores, GPU backends
 # when a GPU is present — into results/runs/<date>_<host>_<device>.json (+ .jsonl as
-# cases finish). About 5,100 cases: to fit ten minutes on two cores, each case is timed
-# for two repetitions of at least 5 ms and verified on at most 3e7 reference MACs; extra
-# arguments go to `layerbench run` and win (e.g. --resume --out FILE, or
-# --benchmark_min_time=0.5 --benchmark_repetitions=5 for steadier numbers).
+# cases finish). 3,500 to 5,000 cases, as the host's ISA allows: each case repeats (at
+# least 5 ms a repetition) until the relative standard error of its mean time is 2 % or
+# less, with 2 to 10 repetitions and at most 50 ms of timed work unless two repetitions
+# take longer, and is verified on at most 3e7 reference MACs. Extra arguments go to
+# `layerbench run` and win (e.g. --resume --out FILE, or --rse 0.5 --case-time 2 for
+# steadier numbers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -31,7 +33,7 @@ status=0
 "$build/bench/layerbench" run \
   --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all \
   --threads "1,$(nproc)" --verify-macs 30000000 \
-  --benchmark_min_time=0.005 --benchmark_repetitions=2 \
+  --benchmark_min_time=0.005 --rse 2 --repetitions 2,10 --case-time 0.05 \
   ${out:+--out "$out"} "$@" || status=$?
 echo "bench.sh: $(($(date +%s) - start)) s"
 exit $status
