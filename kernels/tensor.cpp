@@ -22,16 +22,20 @@ constexpr uint8_t kPoisonByte = 0xa5u;
 constexpr size_t kMappedBytes = size_t(1) << 20;  // tensors this large get a mapping of their own
 
 // splitmix64: tiny, fast and identical everywhere (std distributions are not).
+// splitmix64 is counter-based: draw i is a function of the seed and i alone, so a fill
+// is a loop without a carried dependency that the compiler vectorises.
 struct Rng {
-  uint64_t state;
-  uint64_t next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  uint64_t seed;
+  uint64_t at(int64_t i) const {
+    uint64_t z = seed + uint64_t(i + 1) * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  double uniform() { return double(next() >> 11) * 0x1p-52 - 1.0; }  // [-1, 1)
-  int64_t integer(int64_t lo, int64_t hi) { return lo + int64_t(next() % uint64_t(hi - lo + 1)); }
+  double uniform(int64_t i) const { return double(at(i) >> 11) * 0x1p-52 - 1.0; }  // [-1, 1)
+  int64_t integer(int64_t i, int64_t lo, int64_t hi) const {
+    return lo + int64_t(at(i) % uint64_t(hi - lo + 1));
+  }
 };
 
 // Integer fills: u8 in [0, 31], s8 in [-31, 31], both scaled by 1/32, so an int32 sum of
@@ -231,21 +235,21 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
     switch (t.storage()) {
       case Storage::u8:
         for (int64_t i = 0; i < t.elements(); ++i)
-          t.as<uint8_t>()[i] = uint8_t(rng.integer(0, 31));
+          t.as<uint8_t>()[i] = uint8_t(rng.integer(i, 0, 31));
         break;
       case Storage::s8:
         for (int64_t i = 0; i < t.elements(); ++i)
-          t.as<int8_t>()[i] = int8_t(rng.integer(-31, 31));
+          t.as<int8_t>()[i] = int8_t(rng.integer(i, -31, 31));
         break;
       case Storage::f32: {  // as store() would, without its switch per element
         float* out = t.as<float>();
         for (int64_t i = 0; i < t.elements(); ++i)
-          out[i] = float(amplitude * rng.uniform());
+          out[i] = float(amplitude * rng.uniform(i));
         break;
       }
       default:
         for (int64_t i = 0; i < t.elements(); ++i)
-          t.store(i, amplitude * rng.uniform());
+          t.store(i, amplitude * rng.uniform(i));
     }
   }
 }

@@ -173,6 +173,7 @@ namespace {
 // (runner.h), dropped here; with a fixed count (or no stop recorded) all are kept.
 std::vector<benchmark::BenchmarkReporter::Run> kept_repetitions(
     const std::vector<benchmark::BenchmarkReporter::Run>& runs, const CaseNotes& notes) {
+  if (runs[0].error_occurred) return {runs[0]};  // an error is the case's, not a repetition's: once
   if (notes.stop.empty() || notes.kept_repetitions <= 0 || size_t(notes.kept_repetitions) >= runs.size())
     return runs;
   std::vector<benchmark::BenchmarkReporter::Run> kept(runs.begin(), runs.begin() + notes.kept_repetitions);
