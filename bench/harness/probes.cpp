@@ -68,8 +68,7 @@ SchedTimes sched_times() {
     std::ifstream in(task.path() / "schedstat");
     double run_ns = 0, wait_ns = 0;
     if (!(in >> run_ns >> wait_ns)) continue;  // a thread that ended meanwhile
-    t.run += run_ns * 1e-9;
-    t.wait += wait_ns * 1e-9;
+    t.threads[std::stol(task.path().filename().string())] = {run_ns * 1e-9, wait_ns * 1e-9};
     t.available = true;
   }
   return t;
@@ -110,8 +109,16 @@ void CpuSampler::stop() {
   const double wall = w - start_wall_;
   average_ = wall > 0 ? 100.0 * (c - start_cpu_) / wall : 0.0;
   if (sched.available && start_sched_.available && wall > 0) {
-    sched_run_ = 100.0 * (sched.run - start_sched_.run) / wall;
-    sched_wait_ = 100.0 * (sched.wait - start_sched_.wait) / wall;
+    double run = 0, wait = 0;
+    for (const auto& [tid, now] : sched.threads) {
+      const auto then = start_sched_.threads.find(tid);
+      const std::pair<double, double> from =
+          then == start_sched_.threads.end() ? std::pair{0.0, 0.0} : then->second;
+      run += now.first - from.first;
+      wait += now.second - from.second;
+    }
+    sched_run_ = 100.0 * run / wall;
+    sched_wait_ = 100.0 * wait / wall;
   }
   // A loop shorter than one interval has no interval of its own: its peak is its average.
   if (peak_ < average_) peak_ = average_;

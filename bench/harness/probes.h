@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -34,10 +35,12 @@ size_t available_bytes();
 
 // The scheduler's own accounting of this process, summed over its threads
 // (/proc/self/task/*/schedstat): seconds on a CPU, and seconds runnable but waiting for
-// one. run + wait is what the threads asked for; wait is what a busy machine withheld.
+// one, per thread. run + wait is what the threads asked for; wait is what a busy machine
+// withheld. Over an interval, a thread counts from its start or the interval's, whichever
+// is later; one that ended within it is left out (its last figures are gone with it).
 struct SchedTimes {
-  double run = 0, wait = 0;
-  bool available = false;  // false where the kernel has no schedstat
+  std::map<long, std::pair<double, double>> threads;  // thread id -> (run, wait) seconds so far
+  bool available = false;                             // false where the kernel has no schedstat
 };
 SchedTimes sched_times();
 
