@@ -65,9 +65,8 @@ class GpuProbe final : public DeviceProbe {
 
 // The GPU's GEMM ceiling for one dtype: cuBLASLt at 8192^3, best of 10 timed products
 // after 3 warm-ups, through the same CaseSession every case uses.
-DevicePeak gemm_peak(const KernelEntry& gemm, DType dt) {
-  Problem p = parse_problem("dense mb=8192 ic=8192 oc=8192");
-  p.dt = dt;
+DevicePeak gemm_peak(const KernelEntry& gemm, const Problem& p) {
+  const DType dt = p.dt;
   CaseSession s(gemm, p);
   s.allocate(7);
   s.prepare();
@@ -110,7 +109,7 @@ class GpuRuntime final : public DeviceRuntime {
       p.dt = dt;
       if (!gemm || !gemm->supports(p).empty()) continue;
       try {
-        out.push_back(gemm_peak(*gemm, dt));
+        out.push_back(gemm_peak(*gemm, p));
       } catch (const std::exception& e) {
         std::fprintf(stderr, "layerbench: GPU peak for %s not measured: %s\n", std::string(name(dt)).c_str(),
                      e.what());
