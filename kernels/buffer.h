@@ -29,8 +29,7 @@ class AlignedBuffer {
 
   AlignedBuffer() = default;
   // n zeroed values of T.
-  explicit AlignedBuffer(size_t n)
-      : bytes_(size_t(round_up(int64_t(std::max<size_t>(n * sizeof(T), 1)), kAlignment))), n_(n) {
+  explicit AlignedBuffer(size_t n) : bytes_(checked_bytes(n)), n_(n) {
     // aligned_alloc wants a multiple of the alignment: the size is rounded up to one.
     data_.reset(static_cast<T*>(std::aligned_alloc(kAlignment, bytes_)));
     if (!data_) throw std::bad_alloc();
@@ -54,6 +53,12 @@ class AlignedBuffer {
   size_t bytes() const { return bytes_; }
 
  private:
+  // n·sizeof(T) rounded up to the alignment; a count whose bytes overflow is a failed
+  // allocation (bad_alloc), never a small buffer.
+  static size_t checked_bytes(size_t n) {
+    if (n > (size_t(1) << 62) / sizeof(T)) throw std::bad_alloc();
+    return size_t(round_up(int64_t(std::max<size_t>(n * sizeof(T), 1)), kAlignment));
+  }
   struct Free {
     void operator()(T* p) const { std::free(p); }
   };

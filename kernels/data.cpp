@@ -25,6 +25,10 @@ struct Line {
 };
 
 std::vector<Line> content_lines(std::string_view text) {
+  // A UTF-8 byte-order mark, which some Windows editors put first, is no part of line 1
+  // (as CRLF line ends are no part of a line).
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.starts_with(kBom)) text.remove_prefix(kBom.size());
   std::vector<Line> out;
   int number = 0;
   std::istringstream in{std::string(text)};
@@ -161,12 +165,18 @@ std::vector<std::string> list_data(std::string_view kind) {
 std::string find_data(std::string_view kind, std::string_view name) {
   const std::string singular(kind.substr(0, kind.size() - 1));  // "suites" -> "suite"
   if (name.find('/') != std::string_view::npos || name.ends_with(".txt")) {
+    if (fs::is_directory(fs::path(name)))
+      throw Error(singular + " file '" + std::string(name) + "' is a directory; expected a " + singular +
+                  " file");
     if (!fs::is_regular_file(fs::path(name)))
       throw Error(singular + " file '" + std::string(name) + "' not found");
     return std::string(name);
   }
   const fs::path p = fs::path(data_dir()) / kind / (std::string(name) + ".txt");
   if (fs::is_regular_file(p)) return p.string();
+  if (fs::is_directory(p))
+    throw Error(singular + " '" + std::string(name) + "': " + p.string() + " is a directory; expected a " +
+                singular + " file");
   std::string available;
   for (const auto& n : list_data(kind))
     available += (available.empty() ? "" : " ") + n;

@@ -76,6 +76,22 @@ class DeviceRuntime {
 // "12.34": bytes in GiB with two decimals, as out-of-memory reasons give them.
 std::string gib(double bytes);
 
+// The host memory this process may still allocate, in bytes: MemAvailable from
+// /proc/meminfo, or less where its memory cgroup leaves less — v2: memory.max minus
+// memory.current, v1: memory.limit_in_bytes minus memory.usage_in_bytes, each less the
+// inactive file cache the kernel would reclaim first, at the process's own cgroup and
+// every one above it. Inside a memory-limited container MemAvailable is the host's,
+// and a case sized by it alone is killed by the OOM killer, taking the sweep with it.
+// 0 when nothing is known. `root` is prefixed to /proc and /sys (tests use a fake tree).
+size_t host_available_bytes(const std::string& root = "");
+
+// Empty when a case of `p` may fit in host memory (host_available_bytes()), else the
+// out-of-memory reason: our tensors (the model's inference bytes) plus the pristine
+// copy of the inputs that verification keeps. Asked before anything is allocated, so
+// that a case too big is out_of_memory rather than half-allocated, swapped or killed;
+// a GPU case also asks its runtime's check_fits().
+std::string check_host_memory(const Problem& p);
+
 // The runtime of a device: the host's always; the GPU's where cuda/ is built (else
 // one whose why_unavailable() says so). Defined in kernels/backends.cpp.
 const DeviceRuntime& device_runtime(Device d);

@@ -17,6 +17,20 @@ bool valid_name(std::string_view s) {
   return true;
 }
 
+// The most elements one argument may hold: 2^48 (a petabyte of f32). Far beyond any
+// machine, and far enough from int64's 2^63 that the byte size (up to 8 per element), a
+// kernel's padded or per-thread copies and the sums over it cannot overflow — the op's
+// check_size bounds the MACs (2^62) but, before this, not each tensor: `dense
+// mb=2147483647 ic=2147483647 oc=1` passed with an x of 2^62 elements, 2^64 bytes.
+constexpr long double kMaxTensorElements = 0x1p48L;
+
+void check_tensors(const Problem& p, std::string_view op) {
+  const LargestArg largest = largest_arg(p);
+  if (largest.elements > kMaxTensorElements)
+    throw Error(std::string(op) + ": problem too large: " + std::string(name(largest.arg)) + " has " +
+                power_of_two(largest.elements) + " elements, more than 2^48");
+}
+
 }  // namespace
 
 std::string_view name(Op op) {
@@ -95,6 +109,7 @@ Problem parse_problem(std::string_view line) {
     kv.erase(it);
   }
   traits(op).parse(kv, p);
+  check_tensors(p, op_token);
   return p;
 }
 

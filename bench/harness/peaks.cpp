@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -114,6 +117,35 @@ std::vector<Loop> loops() {
   return out;
 }
 
+// The most a loop can reach on `threads` threads: its operations per instruction, at most
+// two such vector instructions per cycle per core (no x86 core issues more FMA or dot
+// products), on at most as many cores as there are, at a clock no CPU reaches (6 GHz).
+// A cached peak above it — or zero, negative or not a number — is no measurement: a
+// hand-edited or corrupt cache gave "inf %", "-2377 %" or "11304185308 % of peak".
+constexpr double kVectorPipes = 2, kMaxClockHz = 6e9;
+
+double plausible_bound(const Loop& loop, int threads) {
+  return loop.ops_per_iteration / kChains * kVectorPipes * kMaxClockHz * std::min(threads, cpu_cores());
+}
+
+// Empty when a cached peak is plausible, else why not.
+std::string implausible(const Peak& p, const std::vector<Loop>& loops) {
+  if (!std::isfinite(p.ops_per_second) || p.ops_per_second <= 0) return "not a positive rate";
+  if (p.kind.rfind("gpu_", 0) == 0) return {};
+  for (const Loop& loop : loops)
+    if (loop.kind == p.kind) {
+      if (p.threads < 1) return "threads " + std::to_string(p.threads);
+      const double bound = plausible_bound(loop, p.threads);
+      if (p.ops_per_second > bound) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "above %.4g, the most %s can do on this CPU", bound, loop.how);
+        return buf;
+      }
+      return {};
+    }
+  return "not a peak this CPU measures";
+}
+
 double thread_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -122,8 +154,18 @@ double thread_cpu_seconds() {
 
 // A repetition counts only if every thread had its core to itself (its CPU time at
 // least 90 % of the wall time): a peak measured beside other work is no peak. If no
-// repetition is clean, the best is returned marked as contended, and not cached.
+// repetition is clean, the best is returned marked as contended — and cached so, rather
+// than measured again before every run (--remeasure-peaks measures it again). More
+// threads than cores cannot run faster than the cores: the loop runs on the cores
+// alone, and the peak is theirs. One line on stderr says what is being measured.
 Peak measure(const Loop& loop, int threads) {
+  const int cores = cpu_cores();
+  const int running = std::min(threads, cores);
+  std::fprintf(stderr, "layerbench: measuring the %s peak on %d thread%s (%s)", loop.kind, running,
+               running == 1 ? "" : "s", loop.how);
+  if (running < threads) std::fprintf(stderr, " for --threads %d", threads);
+  std::fputs("...", stderr);
+  std::fflush(stderr);
   long iters = 1 << 16;  // calibrate to ~0.25 s per repetition
   for (;;) {
     const double t0 = wall_seconds();
@@ -136,9 +178,9 @@ Peak measure(const Loop& loop, int threads) {
   double best_clean = 0, best_any = 0, worst_share = 1;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<std::thread> pool;
-    std::vector<double> cpu(threads);
+    std::vector<double> cpu(running);
     const double t0 = wall_seconds();
-    for (int t = 0; t < threads; ++t)
+    for (int t = 0; t < running; ++t)
       pool.emplace_back([&, t] {
         const double c0 = thread_cpu_seconds();
         volatile float sink = loop.fn(iters);
@@ -148,17 +190,98 @@ Peak measure(const Loop& loop, int threads) {
     for (auto& th : pool)
       th.join();
     const double seconds = wall_seconds() - t0;
-    const double rate = double(iters) * loop.ops_per_iteration * threads / seconds;
+    const double rate = double(iters) * loop.ops_per_iteration * running / seconds;
     const double share = *std::min_element(cpu.begin(), cpu.end()) / seconds;
     best_any = std::max(best_any, rate);
     if (share >= 0.9) best_clean = std::max(best_clean, rate);
     worst_share = std::min(worst_share, share);
   }
   std::string how = std::string(loop.how) + ", " + std::to_string(kChains) + " independent chains, ";
-  if (best_clean > 0) return {loop.kind, threads, best_clean, how + "best of 5 uncontended"};
-  return {
-      loop.kind, threads, best_any,
-      how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core); not cached"};
+  if (running < threads)
+    how += "on " + std::to_string(running) + " threads (" + std::to_string(threads) + " oversubscribe the " +
+           std::to_string(cores) + " cores), ";
+  Peak p{loop.kind, threads, best_clean, how + "best of 5 uncontended"};
+  if (best_clean == 0) {
+    p = {loop.kind, threads, best_any,
+         how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core)"};
+    p.contended = true;
+  }
+  std::fprintf(stderr, " %.1f GFLOP/s%s\n", p.ops_per_second / 1e9, p.contended ? ", contended" : "");
+  return p;
+}
+
+namespace fs = std::filesystem;
+
+// Where the cache goes when peaks_cache_path() cannot be written: the temporary
+// directory ($TMPDIR, else /tmp), per host and user; empty when there is none.
+std::string fallback_cache_path() {
+  std::error_code ec;
+  const fs::path tmp = fs::temp_directory_path(ec);
+  if (ec) return {};
+  return (tmp / ("layerbench-peaks-" + hostname() + "-" + std::to_string(getuid()) + ".json")).string();
+}
+
+// Whether `path` can be written (its directory made if need be); else the reason.
+std::string unwritable(const std::string& path) {
+  if (path.empty()) return "no temporary directory";
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec) return ec.message();
+  const bool exists = fs::exists(path, ec);
+  if (access(exists ? path.c_str() : (dir.empty() ? "." : dir.c_str()), W_OK) != 0)
+    return std::strerror(errno);
+  return {};
+}
+
+// The cache file's peaks for this CPU (none when it is absent, another CPU's or unreadable).
+std::vector<Peak> load(const std::string& path, const std::string& cpu) {
+  std::vector<Peak> out;
+  try {
+    std::ifstream in(path);
+    if (!in) return out;
+    const auto j = nlohmann::json::parse(in);
+    if (j.at("cpu") != cpu) return out;
+    for (const auto& e : j.at("peaks")) {
+      Peak p{e.at("kind"), e.at("threads"), e.at("ops_per_second"), e.at("how")};
+      p.contended = e.value("contended", false);
+      out.push_back(p);
+    }
+  } catch (const std::exception&) {
+    out.clear();  // an unreadable cache is measured again
+  }
+  return out;
+}
+
+// Writes the cache atomically (a temporary file renamed); empty on success, else why not.
+std::string save(const std::string& path, const std::string& cpu, const std::vector<Peak>& peaks) {
+  if (std::string why = unwritable(path); !why.empty()) return why;
+  nlohmann::json j{{"cpu", cpu}, {"peaks", nlohmann::json::array()}};
+  for (const Peak& e : peaks)
+    j["peaks"].push_back({{"kind", e.kind},
+                          {"threads", e.threads},
+                          {"ops_per_second", e.ops_per_second},
+                          {"how", e.how},
+                          {"contended", e.contended}});
+  const std::string tmp = path + "." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    if (!out.flush()) {
+      const std::string why = std::strerror(errno);
+      std::remove(tmp.c_str());
+      return why;
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) std::remove(tmp.c_str());
+  return ec ? ec.message() : std::string();
+}
+
+bool have(const std::vector<Peak>& peaks, const std::string& kind, int threads) {
+  return std::any_of(peaks.begin(), peaks.end(),
+                     [&](const Peak& e) { return e.kind == kind && (threads < 0 || e.threads == threads); });
 }
 
 }  // namespace
@@ -176,56 +299,74 @@ std::string peaks_cache_path() {
 }
 
 Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasure) {
+  check_oversubscription(threads);
   Peaks p;
-  p.path_ = peaks_cache_path();
   const std::string cpu = cpu_model();
+  const std::string primary = peaks_cache_path(), fallback = fallback_cache_path();
+  const std::string why_not_primary = unwritable(primary);
+  // The cache read: the configured one, and where that cannot be written, the fallback a
+  // run before this one wrote instead — so that it is not measured again every run.
+  std::string source;
   if (!remeasure) {
-    try {
-      std::ifstream in(p.path_);
-      if (in) {
-        const auto j = nlohmann::json::parse(in);
-        if (j.at("cpu") == cpu)
-          for (const auto& e : j.at("peaks"))
-            p.peaks_.push_back({e.at("kind"), e.at("threads"), e.at("ops_per_second"), e.at("how")});
-      }
-    } catch (const std::exception&) {
-      p.peaks_.clear();  // an unreadable cache is measured again
-    }
+    p.peaks_ = load(primary, cpu);
+    if (!p.peaks_.empty()) source = primary;
+    if (!why_not_primary.empty() && !fallback.empty())
+      for (const Peak& e : load(fallback, cpu))
+        if (!have(p.peaks_, e.kind, e.kind.rfind("gpu_", 0) == 0 ? -1 : e.threads)) {
+          p.peaks_.push_back(e);
+          if (source.empty()) source = fallback;
+        }
   }
+  const std::vector<Loop> cpu_loops = loops();
+  std::erase_if(p.peaks_, [&](const Peak& e) {
+    const std::string why = implausible(e, cpu_loops);
+    if (!why.empty())
+      std::fprintf(
+          stderr,
+          "layerbench: the cached %s peak on %d threads (%g) is implausible (%s); measuring it again\n",
+          e.kind.c_str(), e.threads, e.ops_per_second, why.c_str());
+    return !why.empty();
+  });
   bool measured = false;
-  for (const Loop& loop : loops())
+  for (const Loop& loop : cpu_loops)
     for (int t : threads) {
-      bool have = false;
-      for (const Peak& e : p.peaks_)
-        have |= e.kind == loop.kind && e.threads == t;
-      if (have) continue;
+      if (have(p.peaks_, loop.kind, t)) continue;
       p.peaks_.push_back(measure(loop, t));
       measured = true;
     }
   // The GPU's ceilings come from its runtime (cuBLASLt GEMMs and a copy: kernels/device.h).
   const DeviceRuntime& device = device_runtime(Device::gpu);
   if (gpu && device.why_unavailable().empty()) {
-    bool have = false;
+    bool have_gpu = false;
     for (const Peak& e : p.peaks_)
-      have |= e.kind.rfind("gpu_", 0) == 0;
-    if (!have) {
+      have_gpu |= e.kind.rfind("gpu_", 0) == 0;
+    if (!have_gpu) {
+      std::fprintf(stderr, "layerbench: measuring the GPU's peaks...\n");
       for (const DevicePeak& e : device.measure_peaks())
         p.peaks_.push_back({e.kind, 0, e.ops_per_second, e.how});
       measured = true;
     }
   }
+  p.path_ = source;
   if (measured) {
-    nlohmann::json j{{"cpu", cpu}, {"peaks", nlohmann::json::array()}};
-    for (const Peak& e : p.peaks_)
-      if (e.how.find("not cached") == std::string::npos)
-        j["peaks"].push_back(
-            {{"kind", e.kind}, {"threads", e.threads}, {"ops_per_second", e.ops_per_second}, {"how", e.how}});
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(p.path_).parent_path(), ec);
-    const std::string tmp = p.path_ + "." + std::to_string(getpid());
-    std::ofstream(tmp) << j.dump(2) << "\n";
-    std::filesystem::rename(tmp, p.path_, ec);  // best effort: a cache that cannot be written is re-measured
+    // Saved where it can be: the configured cache, else the fallback (one warning line),
+    // else nowhere — and the context names the file actually used.
+    std::string why = why_not_primary.empty() ? save(primary, cpu, p.peaks_) : why_not_primary;
+    if (why.empty()) {
+      p.path_ = primary;
+    } else if (save(fallback, cpu, p.peaks_).empty()) {
+      p.path_ = fallback;
+      std::fprintf(stderr, "layerbench: warning: cannot write the peaks cache %s (%s); using %s\n",
+                   primary.c_str(), why.c_str(), fallback.c_str());
+    } else {
+      p.path_.clear();
+      std::fprintf(stderr,
+                   "layerbench: warning: cannot write the peaks cache %s (%s), nor one in $TMPDIR; peaks are "
+                   "not cached\n",
+                   primary.c_str(), why.c_str());
+    }
   }
+  if (p.path_.empty()) p.path_ = "none";
   return p;
 }
 

@@ -18,17 +18,23 @@ struct Peak {
   int threads = 1;
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
+  bool contended = false;     // no repetition had every core to itself (how says so too)
 };
 
 class Peaks {
  public:
   // Loads the cache or measures what is missing for these thread counts — and the GPU's
-  // peaks when `gpu` — and saves.
+  // peaks when `gpu` — and saves. A cached peak that is not plausible (not positive, or
+  // above what the CPU's instructions allow at 6 GHz on every core) is measured again;
+  // a cache that cannot be written is written to the temporary directory instead, with
+  // one warning. Thread counts above the cores are warned of (check_oversubscription).
   static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure);
   // The peak for a case of this dtype on this many threads or on the GPU; nullptr when
   // none applies (tf32, f16 and f8 have no CPU peak loop).
   const Peak* find(DType dt, int threads, bool gpu = false) const;
   const std::vector<Peak>& all() const { return peaks_; }
+  // The cache file the peaks were read from or written to, "none" when neither (also
+  // noted as the context's layerbench_peaks_cache).
   const std::string& cache_path() const { return path_; }
 
  private:

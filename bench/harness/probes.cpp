@@ -10,6 +10,8 @@
 #include <fstream>
 #include <string>
 
+#include "kernels/device.h"
+
 namespace lb::bench {
 namespace {
 
@@ -58,7 +60,7 @@ void release_free_memory() {
 }
 
 size_t available_bytes() {
-  return proc_kb("/proc/meminfo", "MemAvailable");
+  return host_available_bytes();
 }
 
 SchedTimes sched_times() {

@@ -30,7 +30,8 @@ bool reset_rss_peak();
 void use_honest_allocator();
 void release_free_memory();
 
-// MemAvailable from /proc/meminfo: what can be allocated without swapping.
+// What can be allocated without swapping or the OOM killer: MemAvailable, or less where
+// the memory cgroup's limit leaves less (lb::host_available_bytes, kernels/device.h).
 size_t available_bytes();
 
 // The scheduler's own accounting of this process, summed over its threads

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "bench/harness/git_info.h"
@@ -50,6 +51,37 @@ int cpu_cores() {
   return int(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+namespace {
+
+std::vector<std::pair<std::string, std::string>>& noted() {
+  static std::vector<std::pair<std::string, std::string>> facts;
+  return facts;
+}
+
+}  // namespace
+
+void note_context(const std::string& key, const std::string& value) {
+  for (auto& [k, v] : noted())
+    if (k == key) return void(v = value);
+  noted().emplace_back(key, value);
+}
+
+bool check_oversubscription(const std::vector<int>& threads) {
+  const int cores = cpu_cores();
+  std::string over;
+  for (int t : threads)
+    if (t > cores) over += (over.empty() ? "" : ", ") + std::to_string(t);
+  if (over.empty()) return false;
+  const std::string what = over + " threads on " + std::to_string(cores) + " cores";
+  std::fprintf(
+      stderr,
+      "layerbench: warning: --threads %s: more than the %d cores this process may run on; those cases "
+      "are oversubscribed (threads wait for a core) and their peaks are the cores'\n",
+      over.c_str(), cores);
+  note_context("layerbench_threads_oversubscribed", what);
+  return true;
+}
+
 std::vector<std::pair<std::string, std::string>> build_context() {
   std::vector<std::pair<std::string, std::string>> c = {
       {"layerbench_host", hostname()},
@@ -60,6 +92,7 @@ std::vector<std::pair<std::string, std::string>> build_context() {
       {"layerbench_build", kBuildDescription},
       {"layerbench_git_commit", kGitCommit},
   };
+  c.insert(c.end(), noted().begin(), noted().end());
   return c;
 }
 

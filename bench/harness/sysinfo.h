@@ -12,7 +12,17 @@ std::string cpu_model();  // /proc/cpuinfo "model name"
 std::string cpu_isa();    // the vector ISA extensions this CPU offers that kernels use
 int cpu_cores();          // logical CPUs this process may run on
 
-// Key/value pairs for the JSON context: machine, compiler, flags, git commit, libraries.
+// Key/value pairs for the JSON context: machine, compiler, flags, git commit, libraries,
+// then what note_context() recorded.
 std::vector<std::pair<std::string, std::string>> build_context();
+
+// Records a fact about this run's environment found while it was set up (threads beyond
+// the cores, the peaks cache actually used), for build_context() to add; a key noted
+// again takes the new value.
+void note_context(const std::string& key, const std::string& value);
+
+// Thread counts above cpu_cores(): one warning line on stderr, and the context's
+// layerbench_threads_oversubscribed ("64 threads on 2 cores"). True when any count is.
+bool check_oversubscription(const std::vector<int>& threads);
 
 }  // namespace lb::bench

@@ -38,10 +38,8 @@ class PackedDense final : public Kernel {
       return require_dtypes(p, {DType::f32});
     }
     if (std::string why = require_dtypes(p, {DType::f32, DType::bf16, DType::i8}); !why.empty()) return why;
-    if (p.dt == DType::bf16 && !elem_supported(Elem::bf16))
-      return "bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
-    if (p.dt == DType::i8 && !elem_supported(Elem::u8s8))
-      return "int8 needs AVX512_VNNI (vpdpbusd), which this CPU lacks";
+    if (p.dt == DType::bf16) return elem_reason(Elem::bf16);
+    if (p.dt == DType::i8) return elem_reason(Elem::u8s8);
     return {};
   }
 

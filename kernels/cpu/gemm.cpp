@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
+#include <string>
 
 #include "kernels/common.h"
 #include "kernels/cpu/common.h"
@@ -249,27 +251,59 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
-bool elem_supported(Elem e) {
+std::string elem_reason(Elem e) {
+  const char* what =
+      e == Elem::bf16 ? "bf16 needs AVX512_BF16 (vdpbf16ps)" : "int8 needs AVX512_VNNI (vpdpbusd)";
   switch (e) {
     case Elem::f32:
-      return true;
+      return {};
     case Elem::bf16:
-      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bf16");
     case Elem::u8s8:
-      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni");
+      if (!isa_supported(Isa::avx512) ||
+          !(e == Elem::bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512vnni")))
+        return std::string(what) + ", which this CPU lacks";
+      // Its micro-kernel is AVX-512 only: a lesser forced ISA leaves the dtype out
+      // rather than running it at AVX-512 anyway, as a machine without AVX-512 would.
+      if (best_isa() != Isa::avx512)
+        return std::string(what) + "; LB_CPU_ISA=" + std::string(name(best_isa())) + " forces a lesser ISA";
+      return {};
   }
-  return false;
+  return "unknown element kind";
+}
+
+bool elem_supported(Elem e) {
+  return elem_reason(e).empty();
+}
+
+std::optional<Isa> forced_isa() {
+  const char* env = std::getenv("LB_CPU_ISA");
+  if (!env) return std::nullopt;
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (name(isa) != env) continue;
+    if (!isa_supported(isa))
+      throw Error("LB_CPU_ISA=" + std::string(env) + ": this CPU has no " + std::string(env));
+    return isa;
+  }
+  throw Error("LB_CPU_ISA=" + std::string(env) + ": expected one of scalar avx2 avx512");
 }
 
 Isa best_isa() {
+  // An invalid $LB_CPU_ISA throws here too (a static's initialiser that throws is tried
+  // again next time), though register_cpu() has refused it before any kernel ran.
   static const Isa best = [] {
-    if (const char* env = std::getenv("LB_CPU_ISA")) {
-      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512})
-        if (name(isa) == env && isa_supported(isa)) return isa;
-    }
+    if (const std::optional<Isa> forced = forced_isa()) return *forced;
     return isa_supported(Isa::avx512) ? Isa::avx512 : isa_supported(Isa::avx2) ? Isa::avx2 : Isa::scalar;
   }();
   return best;
+}
+
+std::string isa_context() {
+  const std::optional<Isa> forced = forced_isa();
+  if (!forced) return "none";
+  std::string out =
+      std::string(name(*forced)) + " (f32 micro-kernels of dense, conv2d, lstm and depthwise conv2d";
+  if (*forced != Isa::avx512) out += "; bf16 and int8, AVX-512 only, are unsupported";
+  return out + "; not forced: dense.cpu.packed and dense.cpu.avx2, whose ISA is their id, onednn and eigen)";
 }
 
 Tile f32_tile(Isa isa) {

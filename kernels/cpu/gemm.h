@@ -22,6 +22,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "kernels/buffer.h"
@@ -32,10 +34,18 @@ namespace lb::cpu {
 // The instruction sets a micro-kernel exists for, best last.
 enum class Isa { scalar, avx2, avx512 };
 std::string_view name(Isa isa);
-// The best ISA this CPU runs (CPUID), or the one named by $LB_CPU_ISA (scalar|avx2|avx512)
-// when that is set and supported.
+// The ISA the micro-kernels use: the one $LB_CPU_ISA names, else the best this CPU runs
+// (CPUID). Progression steps whose id names an ISA (dense.cpu.packed, dense.cpu.avx2)
+// keep theirs.
 Isa best_isa();
 bool isa_supported(Isa isa);
+// The ISA $LB_CPU_ISA forces, nullopt when it is unset; throws lb::Error naming the value
+// when it is not scalar, avx2 or avx512, or this CPU lacks that ISA. register_cpu()
+// asks first, so a bad value stops a command before anything runs.
+std::optional<Isa> forced_isa();
+// The results context's account of $LB_CPU_ISA: "none", or the ISA forced, what it
+// applies to and what it cannot force (layerbench_cpu_isa_forced).
+std::string isa_context();
 // The micro-kernel tile of an ISA for f32.
 struct Tile {
   int mr, nr;
@@ -125,7 +135,11 @@ void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a,
 // Low precision (AVX-512 only): bf16 × bf16 with f32 accumulation (vdpbf16ps) and
 // u8 × s8 with s32 accumulation (vpdpbusd). The element kind of a packed operand.
 enum class Elem { f32, bf16, u8s8 };
-bool elem_supported(Elem e);  // this CPU has the instructions (avx512_bf16 / avx512_vnni)
+// Empty when the micro-kernel of an element kind runs: this CPU has its instructions
+// (avx512_bf16 / avx512_vnni) and $LB_CPU_ISA does not force an ISA below AVX-512;
+// else the reason, as a kernel's supports() gives it.
+std::string elem_reason(Elem e);
+bool elem_supported(Elem e);
 
 // A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
 // W (N×K, bf16 or s8 storage) is w[j*rs + k*cs].

@@ -335,8 +335,7 @@ class CpuLstm final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f32, DType::bf16}); !why.empty()) return why;
-    if (p.dt == DType::bf16 && !elem_supported(Elem::bf16))
-      return "bf16 needs AVX512_BF16 (vdpbf16ps), which this CPU lacks";
+    if (p.dt == DType::bf16) return elem_reason(Elem::bf16);
     return {};
   }
 

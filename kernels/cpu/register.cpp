@@ -9,6 +9,11 @@ namespace lb {
 
 void register_cpu(Registry& r) {
   using namespace cpu;
+  // A bad $LB_CPU_ISA (an unknown name, an ISA this CPU lacks) stops the command here,
+  // before any kernel is listed or run; a good one is recorded with what it covers.
+  forced_isa();
+  r.add_context("layerbench_cpu_isa_forced", isa_context());
+  r.add_context("layerbench_cpu_microkernel_isa", std::string(name(best_isa())));
   r.add({.id = "dense.cpu.naive",
          .idea = "GEMM step 1: three loops, one scalar dot product per output",
          .accumulation = "f32",

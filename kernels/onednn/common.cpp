@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 
 namespace lb::onednn {
 
@@ -51,6 +52,13 @@ std::string dtype_reason(const Problem& p) {
   if (p.dt == DType::tf32) why += ": oneDNN 2.6 on CPU has no tf32 arithmetic";
   if (p.dt == DType::f8) why += ": oneDNN 2.6 has no fp8 data type";
   return why;
+}
+
+std::string size_reason(const Problem& p) {
+  const LargestArg largest = largest_arg(p);
+  if (largest.elements <= 2147483647.0L) return {};
+  return std::string(name(largest.arg)) + " has " + power_of_two(largest.elements) +
+         " elements; oneDNN 2.6's CPU kernels count their work in 32-bit ints (at most 2^31 - 1)";
 }
 
 dnnl::primitive_attr attributes(Relu relu, float output_scale) {

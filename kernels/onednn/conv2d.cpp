@@ -58,6 +58,7 @@ class OnednnConv2d final : public PlanKernel {
 
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
+    if (std::string why = size_reason(p); !why.empty()) return why;
     try {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
       const std::string impl = pd.impl_info_str();

@@ -33,6 +33,7 @@ class OnednnDense final : public PlanKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
+    if (std::string why = size_reason(p); !why.empty()) return why;
     try {
       make_pd(p, p.dt == DType::i8 ? kProbeScale : 1.0f);
     } catch (const dnnl::error& e) {

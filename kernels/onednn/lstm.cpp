@@ -61,6 +61,7 @@ class OnednnLstm final : public PlanKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
+    if (std::string why = size_reason(p); !why.empty()) return why;
     // oneDNN has int8 LSTMs, but the reference declines them: there is nothing to check one against.
     if (std::string why = require_dtypes(p, {DType::f32, DType::f16, DType::bf16}); !why.empty())
       return why + ": no reference quantisation of the hidden state";

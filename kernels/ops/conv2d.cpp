@@ -57,6 +57,13 @@ void validate(const Conv2d& c) {
   const long double mb = c.mb, ic = c.ic, oc = c.oc;
   check_size(kName, mb * ic * c.ih * c.iw);
   check_size(kName, mb * oc * c.oh() * c.ow() * (ic / c.g) * c.kh * c.kw);
+  // The padded image of one sample, which kernels copy the input into (conv2d.cpu.default's
+  // indirect GEMM): with a large stride its padding need not show in the output's size,
+  // and 1 × (2^31 - 1 + 2·ph)² floats overflowed the copy's byte count.
+  const long double padded = ic * (c.ih + 2.0L * c.ph) * (c.iw + 2.0L * c.pw);
+  if (padded > 0x1p48L)
+    throw Error("conv2d: ph=" + std::to_string(c.ph) + " pw=" + std::to_string(c.pw) +
+                ": the padded input has " + power_of_two(padded) + " elements per sample, more than 2^48");
 }
 
 // Products per output value: one input channel group times the filter window.

@@ -75,6 +75,17 @@ struct OpTraits {
 
 const OpTraits& traits(Op op);
 
+// The argument of a problem with the most elements (inputs and output), and how many,
+// computed without overflow: what size limits (parse_problem's, a library's) compare.
+struct LargestArg {
+  Arg arg;
+  long double elements;
+};
+LargestArg largest_arg(const Problem& p);
+
+// "2^41.0": an element count as a power of two, for size errors and reasons.
+std::string power_of_two(long double n);
+
 // One per op file; everything else asks traits(op).
 const OpTraits& dense_traits();
 const OpTraits& conv2d_traits();

@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/common.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/data.h"
 #include "kernels/tests/conformance.h"
@@ -42,6 +46,32 @@ std::vector<double> product(const std::vector<float>& a, const std::vector<float
       for (int64_t j = 0; j < n; ++j)
         c[i * n + j] += double(a[i * k + p]) * b[p * n + j];
   return c;
+}
+
+// $LB_CPU_ISA names an ISA this CPU has, or the command stops: an unknown name or one
+// the CPU lacks is an error naming the value (register_cpu() asks before anything runs).
+TEST(Cpu, ForcedIsaIsValidated) {
+  const char* before = std::getenv("LB_CPU_ISA");
+  const std::string saved = before ? before : "";
+  auto forced_with = [](const char* value) -> std::string {
+    setenv("LB_CPU_ISA", value, 1);
+    try {
+      const std::optional<cpu::Isa> isa = cpu::forced_isa();
+      return isa ? std::string(cpu::name(*isa)) : "none";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(forced_with("scalar"), "scalar");
+  EXPECT_EQ(forced_with("bogus"), "LB_CPU_ISA=bogus: expected one of scalar avx2 avx512");
+  EXPECT_EQ(forced_with("AVX2"), "LB_CPU_ISA=AVX2: expected one of scalar avx2 avx512");
+  EXPECT_EQ(forced_with(""), "LB_CPU_ISA=: expected one of scalar avx2 avx512");
+  if (!cpu::isa_supported(cpu::Isa::avx512))
+    EXPECT_EQ(forced_with("avx512"), "LB_CPU_ISA=avx512: this CPU has no avx512");
+  unsetenv("LB_CPU_ISA");
+  EXPECT_FALSE(cpu::forced_isa());
+  EXPECT_EQ(cpu::isa_context(), "none");
+  if (before) setenv("LB_CPU_ISA", saved.c_str(), 1);
 }
 
 TEST(Cpu, GemmDriverOnEveryIsa) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "kernels/common.h"
 
@@ -126,9 +127,13 @@ TEST(Network, SizesThatWouldOverflowAreRejected) {
             "net.txt:2: maxpool: more than 2^40 values per sample (1x4294967295x4294967295)");
   EXPECT_EQ(network_error("input c=2147483647 h=2147483647 w=1\n"),
             "net.txt:1: input: more than 2^40 values per sample (2147483647x2147483647x1)");
-  EXPECT_EQ(network_error("input c=2147483647\na dense oc=2147483647\nb dense oc=2147483647\n"
-                          "c dense oc=2147483647\n"),
-            "net.txt:3: b: the network's parameters or MACs add up to more than 2^62");
+  // Five layers of 2^60 MACs (each tensor within parse_problem's 2^48 elements).
+  EXPECT_EQ(network_error("input t=1048576 c=1048576\na dense oc=1048576\nb dense oc=1048576\n"
+                          "c dense oc=1048576\nd dense oc=1048576\ne dense oc=1048576\n"),
+            "net.txt:6: e: the network's parameters or MACs add up to more than 2^62");
+  // A layer whose weights alone would be 2^62 elements is stopped at its problem.
+  EXPECT_EQ(network_error("input c=2147483647\na dense oc=2147483647\n"),
+            "net.txt:2: dense: problem too large: wei has 2^62.0 elements, more than 2^48");
   try {
     parse_network("input t=35\ne embedding vocab=10 dim=4\np dense oc=10\n", "net.txt", int64_t(1) << 62,
                   DType::f32);
@@ -162,6 +167,56 @@ TEST(Suite, ErrorsCiteFileAndLine) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("unknown suite 'no_such_suite' (available: ", 0), 0u) << e.what();
   }
+}
+
+TEST(Suite, ByteOrderMarkIsSkipped) {
+  // Windows editors save "UTF-8 with BOM": the mark is no part of the first line's op.
+  const auto problems = parse_suite(
+      "\xEF\xBB\xBF"
+      "dense mb=1 ic=2 oc=3\r\n",
+      "bom.txt");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(print(problems[0]), "dense mb=1 ic=2 oc=3 dt=f32 relu=none");
+  // Only at the start of the file: elsewhere it is the unknown token it looks like.
+  EXPECT_THROW(parse_suite("dense mb=1 ic=2 oc=3\n\xEF\xBB\xBF"
+                           "dense mb=1 ic=2 oc=3\n",
+                           "s.txt"),
+               Error);
+  EXPECT_EQ(parse_network("\xEF\xBB\xBFinput c=4\nfc dense oc=2\n", "n.txt", 1, DType::f32).layers.size(),
+            1u);
+}
+
+TEST(Suite, DirectoryIsNamedAsOne) {
+  const std::string dir = ::testing::TempDir() + "lb_suite_dir.txt";
+  std::filesystem::create_directories(dir);
+  try {
+    load_suite(dir);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "suite file '" + dir + "' is a directory; expected a suite file");
+  }
+  std::filesystem::remove(dir);
+}
+
+TEST(Errors, ControlCharactersAreEscaped) {
+  // A token with an escape sequence (ESC [ 2 J clears the screen) is quoted printably.
+  try {
+    parse_suite("dense mb=1 ic=2 oc=3 \x1b[2J=1\n", "s.txt");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\\x1b[2J=1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(printable("a\tb\nc\x7f"), "a\\tb\\nc\\x7f");
+  // UTF-8 passes; C1 controls (U+009B, 8-bit CSI) and bytes that are not UTF-8 do not.
+  EXPECT_EQ(printable("\xC3\xA9t\xC3\xA9 \xE2\x86\x92"), "\xC3\xA9t\xC3\xA9 \xE2\x86\x92");
+  EXPECT_EQ(printable("\xC2\x9B"
+                      "2J"),
+            "\\xc2\\x9b2J");
+  EXPECT_EQ(printable("\x9B\xFF\xC3"), "\\x9b\\xff\\xc3");
+  EXPECT_EQ(printable("\xED\xA0\x80"), "\\xed\\xa0\\x80");         // a surrogate
+  EXPECT_EQ(printable(printable("\x1b\\")), printable("\x1b\\"));  // idempotent
+  EXPECT_STREQ(Error("x\ry").what(), "x\\x0dy");
 }
 
 TEST(Data, EveryBundledFileParses) {

@@ -122,7 +122,7 @@ TEST(Problem, WithBatchChecksWhatAProblemLineChecks) {
   EXPECT_EQ(error_of_batch("dense mb=1 ic=4096 oc=4096", INT64_MAX),
             "dense: mb=9223372036854775807: must be <= 2147483647");
   EXPECT_EQ(error_of_batch("dense mb=1 ic=4096 oc=4096", 0), "dense: mb=0: must be >= 1");
-  EXPECT_EQ(error_of_batch("dense mb=1 ic=2147483647 oc=2147483647", 2),
+  EXPECT_EQ(error_of_batch("dense mb=1 ic=16777216 oc=16777216", 32768),
             "dense: problem too large (more than 2^62 elements or MACs)");
 }
 
@@ -155,6 +155,27 @@ TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
   EXPECT_EQ(error_of("dense mb=2147483647 ic=2147483647 oc=2147483647"),
             "dense: problem too large (more than 2^62 elements or MACs)");
   EXPECT_EQ(error_of("lstm mb=1 t=0 ic=1 hc=1"), "lstm: t=0: must be >= 1");
+}
+
+// Every size product is checked before anything computes it: each argument's elements
+// (whose bytes would overflow int64 at 2^61) as well as the MACs.
+TEST(Problem, EveryTensorIsBounded) {
+  EXPECT_EQ(error_of("dense mb=2147483647 ic=2147483647 oc=1"),
+            "dense: problem too large: src has 2^62.0 elements, more than 2^48");
+  EXPECT_EQ(error_of("dense mb=1 ic=2147483647 oc=2147483647"),
+            "dense: problem too large: wei has 2^62.0 elements, more than 2^48");
+  EXPECT_EQ(error_of("conv2d mb=1 ic=1 ih=1 iw=1 oc=2147483647 kh=1 kw=2147483647 pw=1073741823"),
+            "conv2d: problem too large: wei has 2^62.0 elements, more than 2^48");
+  EXPECT_EQ(error_of("lstm mb=1 t=1 ic=2147483647 hc=2147483647"),
+            "lstm: problem too large (more than 2^62 elements or MACs)");
+  // A stride that hides a huge padding from the output's size.
+  EXPECT_EQ(
+      error_of("conv2d mb=1 ic=1 ih=1 iw=1 oc=1 kh=1 kw=1 sh=2147483647 ph=1073741823"),
+      "conv2d: ph=1073741823 pw=1073741823: the padded input has 2^62.0 elements per sample, more than 2^48");
+  // The crash: a batch the parser takes, 2^41 elements of i8 (2 TiB).
+  const Problem big = parse_problem("conv2d mb=2147483647 ic=16 ih=8 iw=8 oc=16 kh=3 kw=3 ph=1 dt=i8");
+  EXPECT_EQ(big.batch(), 2147483647);
+  EXPECT_EQ(output_dims(big), (std::vector<int64_t>{2147483647, 16, 8, 8}));
 }
 
 // Each op's traits agree with themselves: its probes are problems of that op that

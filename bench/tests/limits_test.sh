@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Resource limits and the environment, as a user meets them (docs/reliability.md):
+# problems at the edge of the parser's range give one line or an `unsupported` entry,
+# never a signal; `check` reports out-of-memory as its own status; a BOM, a directory
+# and escape bytes in input; $LB_CPU_ISA validated and recorded; --threads above the
+# cores warned of and recorded; peaks cached (contended or not), re-measured when
+# implausible, and an unwritable cache one warning, the context naming the file used.
+# usage: limits_test.sh path/to/layerbench
+set -u
+lb=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+
+fail() {
+  failures=$((failures + 1))
+  echo "FAIL: $1"
+  sed 's/^/    /' "$tmp/out" "$tmp/err" | head -20
+}
+
+# expect CODE PATTERN -- command...: exit code CODE, PATTERN (grep -E) in stdout+stderr,
+# and no control character (an escape sequence) in what was printed. For CODE 2 also:
+# stderr is one line and stdout is empty.
+expect() {
+  local code=$1 pattern=$2
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  local why=""
+  [ "$got" = "$code" ] || why="exit $got, expected $code"
+  if [ -z "$why" ] && ! cat "$tmp/out" "$tmp/err" | grep -qE -- "$pattern"; then why="no match for /$pattern/"; fi
+  if [ -z "$why" ] && cat "$tmp/out" "$tmp/err" | tr -d '\n' | LC_ALL=C grep -q '[[:cntrl:]]'; then
+    why="a control character in the output"
+  fi
+  if [ -z "$why" ] && [ "$code" = 2 ]; then
+    [ "$(wc -l <"$tmp/err")" = 1 ] || why="stderr has $(wc -l <"$tmp/err") lines, expected 1"
+    [ -s "$tmp/out" ] && why="stdout is not empty on bad input"
+  fi
+  if [ -n "$why" ]; then
+    fail "$* -> $why"
+  else
+    passes=$((passes + 1))
+  fi
+}
+
+# present / absent PATTERN FILE: FILE under $tmp (out and err: the last command's)
+# matches PATTERN, or does not; count N PATTERN FILE: in exactly N lines.
+present() {
+  if grep -qE -- "$1" "$tmp/$2"; then passes=$((passes + 1)); else fail "no /$1/ in $2"; fi
+}
+absent() {
+  if grep -qE -- "$1" "$tmp/$2"; then fail "/$1/ in $2"; else passes=$((passes + 1)); fi
+}
+count() {
+  local n
+  n=$(grep -cE -- "$2" "$tmp/$3")
+  if [ "$n" = "$1" ]; then passes=$((passes + 1)); else fail "$n lines match /$2/ in $3, expected $1"; fi
+}
+
+# context KEY PATTERN FILE.json: the results context's KEY has a value matching PATTERN.
+context() {
+  if grep -qE -- "\"$1\": \"$2" "$3"; then
+    passes=$((passes + 1))
+  else
+    failures=$((failures + 1))
+    echo "FAIL: context $1 /$2/ in $3:"
+    grep -E "\"$1\"" "$3" | sed 's/^/    /'
+  fi
+}
+
+"$lb" list >"$tmp/list" 2>&1
+have() { grep -q "^$1 " "$tmp/list"; }
+
+# Sizes: every product checked before use. The issue's SIGFPE (conv2d.onednn.default on
+# AVX-512) and its kind: every kernel answers, none runs out of its range.
+big='conv2d mb=2147483647 ic=16 ih=8 iw=8 oc=16 kh=3 kw=3 ph=1 dt=i8'
+expect 0 'check: 0 passed, 0 failed' -- "$lb" check --problem "$big"
+if have conv2d.onednn.default; then
+  expect 0 'unsupported +conv2d\.onednn\.default' -- "$lb" check --kernel conv2d.onednn.default --problem "$big"
+  expect 0 'src has 2\^41\.0 elements; oneDNN' -- "$lb" check --kernel conv2d.onednn.default --problem "$big"
+fi
+expect 0 'mb2147483647' -- "$lb" run --suite smoke --batch 2147483647 --list
+expect 2 'dense: problem too large: src has 2\^62\.0 elements, more than 2\^48' -- \
+  "$lb" analyze "dense mb=2147483647 ic=2147483647 oc=1"
+expect 2 'the padded input has 2\^62\.0 elements per sample' -- \
+  "$lb" check --problem "conv2d mb=1 ic=1 ih=1 iw=1 oc=1 kh=1 kw=1 sh=2147483647 ph=1073741823"
+
+# Out of memory is its own status in check (exit 0, not a kernel failure), known before
+# anything is allocated.
+huge='dense mb=16777216 ic=16777216 oc=1'
+expect 0 'out_of_memory +dense\.ref\.naive' -- "$lb" check --kernel dense.ref.naive --problem "$huge"
+expect 0 'out of memory: needs 2097152\.[0-9]+ GiB, [0-9.]+ GiB available' -- \
+  "$lb" check --kernel dense.ref.naive --problem "$huge"
+expect 0 'check: 0 passed, 0 failed, 0 mistrusted, 0 unsupported, 1 out_of_memory' -- \
+  "$lb" check --kernel dense.ref.naive --problem "$huge"
+
+# A UTF-8 byte-order mark (and CRLF) in a suite file; a directory given as a suite.
+printf '\xef\xbb\xbfdense mb=1 ic=2 oc=3\r\n' >"$tmp/bom.txt"
+expect 0 'check: 1 passed, 0 failed' -- "$lb" check --suite "$tmp/bom.txt" --kernel dense.ref.naive
+mkdir "$tmp/dir.txt"
+expect 2 "suite file '.*/dir\.txt' is a directory; expected a suite file" -- "$lb" check --suite "$tmp/dir.txt"
+expect 2 "network file '.*/dir\.txt' is a directory" -- "$lb" analyze "$tmp/dir.txt"
+
+# Escape bytes in input are quoted printably (expect() also checks for raw ones).
+printf 'dense mb=1 ic=1 oc=1 \033[2Jx=1\n' >"$tmp/esc.txt"
+expect 2 "esc\.txt:1: dense: '\\\\x1b\[2Jx=1': unknown key" -- "$lb" check --suite "$tmp/esc.txt"
+expect 2 'dense: mb=1\\x1b\[31m: expected an integer' -- "$lb" check --problem $'dense mb=1\033[31m ic=1 oc=1'
+expect 2 "unknown suite 'a\\\\x07b'" -- "$lb" check --suite $'a\ab'
+
+# $LB_CPU_ISA: known names only, checked before anything runs; a lesser ISA than bf16's
+# and int8's micro-kernels need leaves those dtypes unsupported rather than run anyway.
+if have dense.cpu.default; then
+  expect 2 'LB_CPU_ISA=bogus: expected one of scalar avx2 avx512' -- env LB_CPU_ISA=bogus "$lb" list
+  expect 2 'LB_CPU_ISA=bogus: expected one of scalar avx2 avx512' -- \
+    env LB_CPU_ISA=bogus "$lb" check --problem "dense mb=2 ic=8 oc=8"
+  expect 0 'check: 1 passed, 0 failed' -- \
+    env LB_CPU_ISA=scalar "$lb" check --kernel dense.cpu.default --problem "dense mb=2 ic=8 oc=8"
+  expect 0 'check: 0 passed, 0 failed, 0 mistrusted, 2 unsupported' -- \
+    env LB_CPU_ISA=scalar "$lb" check --kernel dense.cpu.default --problem "dense mb=2 ic=8 oc=8" --dtype bf16,i8
+fi
+
+# Peaks: measured with a line each, cached even when contended (a second run measures
+# nothing), recorded with the cache file used; --threads above the cores warned of once.
+# (Variables set before `expect` reach the command it runs.)
+cores=$(nproc)
+over=$((cores + 1))
+# A multithreaded kernel, so that --threads counts (dense.ref.naive runs on one thread).
+kernel=dense.ref.naive
+for k in dense.cpu.default dense.onednn.default; do have $k && kernel=$k && break; done
+run() {
+  "$lb" run --kernel "$kernel" --problem "dense mb=2 ic=8 oc=8" --repetitions 1,1 --case-time 0.01 \
+    --overwrite "$@"
+}
+peaks=$tmp/cache/peaks.json
+export TMPDIR=$tmp/tmpdir
+mkdir -p "$TMPDIR"
+LAYERBENCH_PEAKS=$peaks LB_CPU_ISA=scalar expect 0 "measuring the f32_fma peak on" -- \
+  run --threads "$over" --out "$tmp/over.json"
+context layerbench_peaks_cache "$peaks\"" "$tmp/over.json"
+if [ "$kernel" != dense.ref.naive ]; then
+  present "layerbench: warning: --threads $over: more than the $cores cores" err
+  count 1 'layerbench: warning: --threads' err
+  present "measuring the f32_fma peak on $cores threads? \(.*\) for --threads $over\.\.\. [0-9.]+ GFLOP/s" err
+  context layerbench_threads_oversubscribed "$over threads on $cores cores" "$tmp/over.json"
+fi
+if have dense.cpu.default; then context layerbench_cpu_isa_forced "scalar \(f32 micro-kernels" "$tmp/over.json"; fi
+LAYERBENCH_PEAKS=$peaks expect 0 'results:' -- run --threads "$over" --out "$tmp/over.json"
+absent 'measuring' err
+LAYERBENCH_PEAKS=$peaks expect 0 'results:' -- run --threads 1 --out "$tmp/one.json"
+context layerbench_cpu_isa_forced "none" "$tmp/one.json"
+
+# Implausible cached peaks (negative, zero, beyond the ISA at 6 GHz) are measured again.
+for absurd in -5 0 1e30; do
+  sed -i -E 's/("ops_per_second": )[-0-9.e+]+/\1'"$absurd"'/' "$peaks"
+  LAYERBENCH_PEAKS=$peaks expect 0 "cached f32_fma peak on [0-9]+ threads \([-0-9.e+]+\) is implausible" -- \
+    run --threads 1 --out "$tmp/one.json"
+  present 'measuring the f32_fma peak on 1 thread' err
+done
+absent '"ops_per_second": (-|0[,.]|1e\+?30)' cache/peaks.json
+
+# An unwritable cache: one warning, the temporary directory instead, named in the context;
+# the next run reads it there and measures nothing. Nowhere writable: "none".
+touch "$tmp/file"
+LAYERBENCH_PEAKS=$tmp/file/peaks.json expect 0 \
+  'layerbench: warning: cannot write the peaks cache .*/file/peaks\.json \(.*\); using .*/tmpdir/layerbench-peaks-' -- \
+  run --threads 1 --out "$tmp/one.json"
+count 1 'layerbench: warning' err
+context layerbench_peaks_cache "$TMPDIR/layerbench-peaks-" "$tmp/one.json"
+LAYERBENCH_PEAKS=$tmp/file/peaks.json expect 0 'results:' -- run --threads 1 --out "$tmp/one.json"
+absent 'measuring|layerbench: warning' err
+context layerbench_peaks_cache "$TMPDIR/layerbench-peaks-" "$tmp/one.json"
+TMPDIR=$tmp/file LAYERBENCH_PEAKS=$tmp/file/peaks.json expect 0 'peaks are not cached' -- \
+  run --threads 1 --out "$tmp/one.json"
+count 1 'layerbench: warning' err
+context layerbench_peaks_cache "none\"" "$tmp/one.json"
+
+echo "limits_test: $passes passed, $failures failed"
+[ "$failures" = 0 ]
