@@ -1,11 +1,16 @@
 // Verification: run a kernel and the reference on the same seeded inputs and compare.
 //
 // Outputs are poisoned (a NaN pattern) before each run; an element still holding the
-// poison was never written, and any NaN or Inf is a failure. The error of element i
-// is |got - ref| / (|ref| + rms(ref)): relative where the output is large, absolute on
-// the output's own scale where it is near zero (where ReLU clips, say). It must not
-// exceed tolerance(p). A reference output that is mostly zeros proves little: the
-// verdict is then "mistrusted" rather than "passed".
+// poison was never written, and any NaN or Inf is a failure. Each element must then be
+// within its own allowed error of the reference's exact (double) value:
+//   allowed_i = per_magnitude · magnitude_i + per_stored · stored_i + absolute
+// where magnitude_i and stored_i are what the reference computes alongside the value
+// (kernels/ref/kernels.h): for a dot product, Σ|xᵢ·wᵢ| + |b|, the size of the terms
+// whose rounding errors a kernel makes however much they cancel, and |y|, which the
+// output's rounding to its storage scales with. The units come from the dtype, the
+// accumulation and the output's storage (allowance(), derived in verify.cpp). A
+// reference output that is mostly zeros proves little: the verdict is then "mistrusted"
+// rather than "passed".
 //
 // Big problems are checked on a sample of the batch: the reference runs on a few batch
 // samples (first, last and evenly spread between; every sample is independent in all
@@ -15,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/registry.h"
 
@@ -32,6 +38,9 @@ std::string_view name(Status s);  // "passed", ..., "out_of_memory", "not_run"
 struct Verdict {
   Status status = Status::passed;
   std::string reason;  // one line: why it failed / is unsupported / is mistrusted; the error if passed
+  // The compared element with the largest error/allowed: its error |got - ref| and its
+  // allowed error. Passed (or mistrusted) when max_error <= tolerance; both 0 if nothing
+  // was compared.
   double max_error = 0.0;
   double tolerance = 0.0;
   std::string repro;  // a command that reproduces the check, for every verdict but unsupported
@@ -41,21 +50,35 @@ struct Verdict {
 // errors accumulate (LSTM: per gate, times steps and layers, which carry the error on).
 int64_t accumulation_length(const Problem& p);
 
-// The largest error allowed for p: a function of op, dtype and accumulation length.
-double tolerance(const Problem& p);
+// The units of one output element's allowed error, for p written to a tensor like `out`:
+//   allowed = per_magnitude · magnitude + per_stored · stored + absolute
+// per_magnitude: the rounding of inputs inside the kernel and of the accumulation, a
+// function of dtype and accumulation length; per_stored and absolute: the rounding to
+// out's storage.
+struct Allowance {
+  double per_magnitude = 0.0, per_stored = 0.0, absolute = 0.0;
+  double of(double magnitude, double stored) const;
+};
+Allowance allowance(const Problem& p, const Tensor& out);
 
 // More than this share of exact zeros in the reference output makes a pass "mistrusted".
 inline constexpr double kMistrustZeroFraction = 0.8;
 
-// Compares one output tensor against the reference's (same shape).
-Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Tensor& expect);
+// What the reference says of one output tensor, per element in its layout: the exact
+// value (ReLU applied as the output's mode asks), its magnitude and stored (see above).
+struct Expected {
+  std::vector<double> value, magnitude, stored;
+};
+
+// Compares one output tensor against the reference's (same number of elements).
+Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect);
 
 // About a second of the reference's double-precision loops on one core.
 inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
 
 // Checks the outputs a kernel wrote into `got`: inputs untouched (their digests equal
 // `before`, taken right after filling), every output written and finite, values within
-// tolerance of the reference (on a sample of the batch, see above; 0 = the whole batch).
+// their allowed error of the reference (on a sample of the batch, see above; 0 = the whole batch).
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
                        int64_t max_reference_macs = kDefaultReferenceMacs);
 

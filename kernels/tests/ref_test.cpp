@@ -1,7 +1,11 @@
-// The reference kernels on tiny cases worked by hand, every ReLU mode, and the
-// stacked LSTM against two single-layer runs.
+// The reference kernels on tiny cases worked by hand, every ReLU mode, the stacked
+// LSTM against two single-layer runs, and the magnitudes verification reads from them.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "kernels/common.h"
+#include "kernels/ref/kernels.h"
 #include "kernels/registry.h"
 
 namespace lb {
@@ -22,15 +26,19 @@ std::vector<double> get(const TensorSet& ts, Arg a) {
   return out;
 }
 
-void run(const std::string& id, const Problem& p, TensorSet& ts) {
+// Runs reference `id` on ts; returns the kernel, whose exact() and magnitude() stay.
+std::unique_ptr<ref::Oracle> run(const std::string& id, const Problem& p, TensorSet& ts) {
   const KernelEntry* k = registry().find(id);
-  ASSERT_NE(k, nullptr) << id;
-  ASSERT_EQ(k->supports(p), "");
-  auto kernel = k->make();
+  if (!k || !k->supports(p).empty()) throw Error(id + " does not run " + print(p));
+  std::unique_ptr<Kernel> kernel = k->make();
   kernel->prepare(p, ts, {});
   kernel->run(ts);
   kernel->finish(ts);
   kernel->release();
+  auto* oracle = dynamic_cast<ref::Oracle*>(kernel.get());
+  if (!oracle) throw Error(id + " is not a ref::Oracle");
+  kernel.release();
+  return std::unique_ptr<ref::Oracle>(oracle);
 }
 
 TEST(RefDense, HandComputedInEveryReluMode) {
@@ -45,9 +53,13 @@ TEST(RefDense, HandComputedInEveryReluMode) {
     set(ts, Arg::src, {1, 2, 3, -1, 0.5, 2});
     set(ts, Arg::wei, {1, 0, -1, 0.5, 0.5, 0.5});
     set(ts, Arg::bias, {0.25, -1});
-    run("dense.ref.naive", p, ts);
+    const std::unique_ptr<ref::Oracle> k = run("dense.ref.naive", p, ts);
     const bool relu_on_dst = relu == Relu::inplace || relu == Relu::fused;
     EXPECT_EQ(get(ts, Arg::dst), relu_on_dst ? r : y) << name(relu);
+    // exact() is before ReLU; magnitude() sums |x·w| and |b|: |1| + |-3| + 0.25, 0.5 + 1 + 1.5 + 1, ...
+    EXPECT_EQ(k->exact(), y) << name(relu);
+    EXPECT_EQ(k->magnitude(), (std::vector<double>{4.25, 4.0, 3.25, 2.75})) << name(relu);
+    EXPECT_EQ(k->stored(), (std::vector<double>{1.75, 2.0, 2.75, 0.25})) << name(relu);  // |y|
     EXPECT_EQ(ts.has(Arg::relu_dst), relu == Relu::separate);
     if (relu == Relu::separate) {
       EXPECT_EQ(get(ts, Arg::relu_dst), r);
@@ -66,10 +78,12 @@ TEST(RefConv2d, DepthwiseHandComputed) {
       {1, 0, 0, -1,  // channel 0: x[p][q] - x[p+1][q+1]
        1, 2, 3, 4});
   set(ts, Arg::bias, {1, 0.5});
-  run("conv2d.ref.naive", p, ts);
+  const std::unique_ptr<ref::Oracle> k = run("conv2d.ref.naive", p, ts);
   // channel 0: 1-5, 2-6, 4-8, 5-9 = -4 each, +1.
   // channel 1: 1+0+0+12 = 13, 0+4+9+0 = 13, 0+6+12+0 = 18, 3+0+0+20 = 23, +0.5.
   EXPECT_EQ(get(ts, Arg::dst), (std::vector<double>{-3, -3, -3, -3, 13.5, 13.5, 18.5, 23.5}));
+  // Magnitudes: channel 0 cancels (1+5+1, 2+6+1, 4+8+1, 5+9+1); channel 1 has no negative term.
+  EXPECT_EQ(k->magnitude(), (std::vector<double>{7, 9, 13, 15, 13.5, 13.5, 18.5, 23.5}));
 }
 
 TEST(RefConv2d, StrideAndPaddingHandComputed) {
@@ -140,15 +154,36 @@ TEST(RefLstm, OneStepHandComputed) {
   set(ts, Arg::bias, {0.0, 0.5, -0.5, 0.0});
   set(ts, Arg::src_iter, {0.5});
   set(ts, Arg::src_iter_c, {-1.0});
-  run("lstm.ref.naive", p, ts);
+  const std::unique_ptr<ref::Oracle> k = run("lstm.ref.naive", p, ts);
   EXPECT_NEAR(get(ts, Arg::dst)[0], -0.09834252495717613, 1e-7);  // f32 output
+  EXPECT_NEAR(k->exact()[0], -0.09834252495717613, 1e-8);         // of the f32-stored inputs
+  // The bound of lstm.cpp's header, by hand: δa = |b| + |W·x| + |W_h·h| = 0.55, 1.1, 1.65,
+  // 0.45; δi = δa_i/4 + i = 0.771636, δf = 0.799979, δg = δa_g + |g| = 2.22167,
+  // δo = 0.723139; δc = |c₀|·δf + |g|·δi + i·δg + |f·c₀| + |i·g| = 3.537436;
+  // δh = |tanh c|·δo + o·(δc + |tanh c|) + |h| = 2.473242.
+  EXPECT_NEAR(k->magnitude()[0], 2.4732424554765164, 1e-7);
+  // Nothing stored comes in at the first step: σh is h's own rounding, |h|.
+  EXPECT_NEAR(k->stored()[0], 0.09834252495717613, 1e-8);
+}
+
+TEST(RefLstm, MagnitudeIsFiniteAndCoversTheValue) {
+  const Problem p = parse_problem("lstm mb=2 t=5 ic=3 hc=4 l=2");
+  TensorSet ts = make_tensors(p);
+  fill_inputs(ts, p, 7);
+  const std::unique_ptr<ref::Oracle> k = run("lstm.ref.naive", p, ts);
+  ASSERT_EQ(k->magnitude().size(), k->exact().size());
+  for (size_t i = 0; i < k->exact().size(); ++i) {
+    EXPECT_TRUE(std::isfinite(k->magnitude()[i])) << i;
+    EXPECT_GE(k->magnitude()[i], std::fabs(k->exact()[i])) << i;  // at least h's own rounding
+  }
 }
 
 TEST(RefLstm, TwoLayersEqualTwoSingleLayerRuns) {
   const Problem two = parse_problem("lstm mb=3 t=4 ic=5 hc=6 l=2");
   TensorSet ts = make_tensors(two);
   fill_inputs(ts, two, 11);
-  run("lstm.ref.naive", two, ts);
+  const std::unique_ptr<ref::Oracle> stacked = run("lstm.ref.naive", two, ts);
+  std::vector<double> second_magnitude, second_stored;  // of the single-layer run of layer 2
 
   const int64_t G = 24, H = 6, I = 5, N = 3;
   auto layer = [&](const Problem& p, int l, const std::vector<double>& src) {
@@ -165,7 +200,9 @@ TEST(RefLstm, TwoLayersEqualTwoSingleLayerRuns) {
       one.at(Arg::src_iter).store(i, ts.at(Arg::src_iter).load(l * N * H + i));
       one.at(Arg::src_iter_c).store(i, ts.at(Arg::src_iter_c).load(l * N * H + i));
     }
-    run("lstm.ref.naive", p, one);
+    const std::unique_ptr<ref::Oracle> k = run("lstm.ref.naive", p, one);
+    second_magnitude = k->magnitude();
+    second_stored = k->stored();
     return get(one, Arg::dst);
   };
   const std::vector<double> h1 = layer(parse_problem("lstm mb=3 t=4 ic=5 hc=6"), 0, get(ts, Arg::src));
@@ -175,6 +212,11 @@ TEST(RefLstm, TwoLayersEqualTwoSingleLayerRuns) {
   // Single-layer runs round layer 1's output to f32 before layer 2 reads it.
   for (size_t i = 0; i < y.size(); ++i)
     EXPECT_NEAR(y[i], h2[i], 1e-6);
+  // The single run reads layer 1's output as exact; the stacked one carries its errors in.
+  for (size_t i = 0; i < y.size(); ++i) {
+    EXPECT_GT(stacked->magnitude()[i], second_magnitude[i]) << i;
+    EXPECT_GT(stacked->stored()[i], second_stored[i]) << i;
+  }
 }
 
 }  // namespace
