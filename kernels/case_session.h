@@ -11,12 +11,21 @@
 //   s.verify(macs);     // inputs untouched, every output written, within tolerance of ref
 //   s.release();        // also done by the destructor
 //
+// Consecutive cases of one problem and seed — its kernels, thread counts and ReLU modes —
+// read the same inputs. So a session that ends lends its inputs on, if they are still
+// untouched (digests as filled), and the next session of the same problem (ReLU mode
+// aside: it changes outputs only) and seed takes them instead of making and filling its
+// own: the same values, without a pass of page clearing, filling and digesting that cost
+// about a fifth of a sweep's set-up. Inputs taken so were resident before the case's
+// memory baseline; reused_input_bytes() says how many bytes, for the memory figures.
+//
 // Outputs are poisoned before prepare() because a GPU kernel uploads its outputs there,
 // poison included: an element the kernel never writes comes back as poison.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/registry.h"
@@ -50,6 +59,8 @@ class CaseSession {
   void make_input_copies(int copies);
   void rotate_inputs();
   int input_copies() const { return int(copies_.size()); }
+  // The bytes of inputs lent by the previous session (0 if this one made its own).
+  size_t reused_input_bytes() const { return reused_input_bytes_; }
 
   const Problem& problem() const { return problem_; }
   const KernelEntry& entry() const { return entry_; }
@@ -66,7 +77,13 @@ class CaseSession {
   std::unique_ptr<Kernel> kernel_;
   std::vector<TensorSet> copies_;
   size_t next_copy_ = 0;
+  std::string lend_key_;  // the inputs' problem and seed, if they may be lent on; else ""
+  size_t reused_input_bytes_ = 0;
 };
+
+// Drops inputs kept from an earlier session unless they are those of `p` and `seed`:
+// called before a memory baseline is taken, so that no memory is freed inside a case.
+void keep_inputs_only_for(const Problem& p, uint64_t seed);
 
 // The full check of one kernel on one problem through a CaseSession. Never throws: a
 // kernel that throws fails, an allocation that fails is out_of_memory, a problem the
