@@ -4,8 +4,9 @@
 #   sanitize  an ASan + UBSan build of the C++ code in build-asan/ (ref backend only:
 #             no oneDNN, Eigen or CUDA) and its `ctest -L unit` — unit tests, the CLI
 #             test and `check --backend ref` on every bundled suite and network;
-#   fuzz      the parser fuzz targets of kernels/tests/fuzz (problem lines, suites,
-#             networks), built with clang in build-fuzz/, run for 60 s in all over a
+#   fuzz      the fuzz targets of kernels/tests/fuzz (problem lines, suites, networks,
+#             and whole problem lines through every kernel's supports() and the model),
+#             built with clang in build-fuzz/, run for 60 s in all over a
 #             temporary copy of the seed corpus, so that the repository is not written.
 #   scripts/test.sh                          everything (what CI runs)
 #   scripts/test.sh -L unit                  extra arguments go to the main build's ctest
@@ -46,7 +47,8 @@ build=${LB_BUILD_DIR:-build}
 # shellcheck disable=SC2086  # LB_CMAKE_ARGS is a list of options
 cmake -S . -B "$build" -G Ninja ${LB_CMAKE_ARGS:-}
 cmake --build "$build" --parallel "$(nproc)"
-ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" "${ctest_args[@]}" || status=1
+# -LE long: the long sweeps (kernels/tests/verify_sweep.cpp) run by hand, `ctest -L long`.
+ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -LE long "${ctest_args[@]}" || status=1
 times+=("main $(elapsed "$t") s")
 
 if [ $sanitize = 1 ]; then
@@ -70,9 +72,9 @@ if [ $sanitize = 1 ]; then
 fi
 
 if [ $fuzz = 1 ]; then
-  echo "== fuzz: parser fuzz targets in build-fuzz/, ${LB_FUZZ_SECONDS:-60} s in all"
+  echo "== fuzz: fuzz targets in build-fuzz/, ${LB_FUZZ_SECONDS:-60} s in all"
   t=$(date +%s)
-  targets=(problem suite network)
+  targets=(problem suite network supports)
   seconds=$((${LB_FUZZ_SECONDS:-60} / ${#targets[@]}))
   if cmake -S kernels/tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null &&
     cmake --build build-fuzz --parallel "$(nproc)"; then

@@ -16,6 +16,8 @@
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
 #include "bench/cli/run_args.h"
+#include "bench/harness/git_info.h"
+#include "bench/harness/machine.h"
 #include "bench/harness/run.h"
 #include "bench/harness/sweep.h"
 #include "kernels/case_session.h"
@@ -42,7 +44,8 @@ commands:
                                      verify kernels against the reference (default: --suite smoke;
                                      big problems on a sample of the batch unless --full;
                                      problems over --max-macs are skipped)
-  help                               this text
+  help, --version                    this text; the version, commit and build
+  COMMAND --help                     one command's options
 )";
 
 const char* kUsageFooter = R"(
@@ -228,6 +231,26 @@ int cmd_check(const std::vector<std::string>& argv) {
   return counts[int(Status::failed)] ? 1 : 0;
 }
 
+// The usage text of one command (its block of kUsage or kRunUsage), "" if unknown.
+std::string usage_of(const std::string& command) {
+  std::istringstream all(std::string(kUsage) + kRunUsage);
+  std::string block;
+  bool inside = false;
+  for (std::string line; std::getline(all, line);) {
+    // A command's block starts with its name, indented by two; its options and
+    // description follow, indented further.
+    const bool starts_block = line.size() > 2 && line.rfind("  ", 0) == 0 && line[2] != ' ';
+    if (starts_block) inside = line.compare(2, command.size() + 1, command + " ") == 0;
+    if (inside) block += line + "\n";
+  }
+  return block;
+}
+
+std::string version() {
+  return std::string("layerbench ") + LB_VERSION + " (commit " + lb::bench::kGitCommit + "; " +
+         lb::bench::kBuildDescription + "; results format " + lb::bench::kFormatVersion + ")";
+}
+
 }  // namespace
 }  // namespace lb::cli
 
@@ -252,6 +275,16 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::fputs(lb::cli::kRunUsage, stdout);
       std::fputs(kUsageFooter, stdout);
+      return 0;
+    }
+    if (command == "--version" || command == "version") {
+      std::printf("%s\n", version().c_str());
+      return 0;
+    }
+    if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
+      const std::string usage = usage_of(command);
+      if (usage.empty()) throw lb::Error("unknown command '" + command + "' (see layerbench help)");
+      std::printf("usage: layerbench %s%s", usage.substr(2).c_str(), kUsageFooter);
       return 0;
     }
     if (command == "list") return cmd_list(rest);

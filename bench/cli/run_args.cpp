@@ -1,9 +1,11 @@
 #include "bench/cli/run_args.h"
 
+#include <charconv>
 #include <cmath>
 #include <iterator>
 
 #include "bench/cli/args.h"
+#include "bench/harness/machine.h"
 #include "kernels/common.h"
 #include "kernels/registry.h"
 #include "kernels/verify.h"
@@ -13,7 +15,8 @@ namespace lb::cli {
 const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
       [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
       [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
-      [--shard i/n] [--out results/runs/NAME.json] [--resume] [--seed N] [--list]
+      [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
+      [--seed N] [--machine NAME] [--list]
       [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks]
       [--rse 1] [--repetitions 3,20] [--case-time 2] [--benchmark_*...]
                                      time every kernel that supports each case (Google Benchmark
@@ -22,8 +25,12 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      percent, within --repetitions MIN,MAX and --case-time seconds
                                      of timed work (--benchmark_repetitions=N: exactly N).
                                      --backend all includes ref, which is otherwise left out;
-                                     --list only lists the cases
-  merge OUT.json IN.json|IN.jsonl... merge shards or interrupted runs into one results file
+                                     --list only lists the cases. An existing result is continued
+                                     (--resume: same settings; --resume-force: any) or replaced
+                                     (--overwrite), never silently; one run writes an --out at a time
+  merge [--force] OUT.json IN.json|IN.jsonl...
+                                     merge shards or interrupted runs into one results file (whole
+                                     cases; --force: across machines or settings)
 )";
 
 namespace {
@@ -83,14 +90,41 @@ bench::SweepSpec sweep_spec(const Args& a) {
   return spec;
 }
 
+// i/n: two integers and nothing else, 0 <= i < n.
 void parse_shard(const std::string& s, bench::SweepSpec& spec) {
   const size_t slash = s.find('/');
-  if (slash == std::string::npos) throw Error("--shard " + s + ": expected i/n, e.g. 0/4");
-  try {
-    spec.shard = std::stoi(s.substr(0, slash));
-    spec.shards = std::stoi(s.substr(slash + 1));
-  } catch (const std::exception&) {
-    throw Error("--shard " + s + ": expected i/n, e.g. 0/4");
+  auto whole = [](const std::string& t, int& out) {
+    auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+  };
+  if (slash == std::string::npos || !whole(s.substr(0, slash), spec.shard) ||
+      !whole(s.substr(slash + 1), spec.shards) || spec.shards < 1 || spec.shard < 0 ||
+      spec.shard >= spec.shards)
+    throw Error("--shard " + s + ": expected i/n with 0 <= i < n, e.g. 0/4");
+}
+
+// Google Benchmark's flags go through its own parser (run.cpp), which rejects unknown
+// ones and malformed values. Checked here: values it would accept and then crash on or
+// quietly ignore, and the flags that would break what a results file promises.
+void check_gbench_flag(const std::string& flag) {
+  const size_t eq = flag.find('=');
+  const std::string key = flag.substr(0, eq), value = eq == std::string::npos ? "" : flag.substr(eq + 1);
+  if (key == "--benchmark_format") {
+    if (value != "console" && value != "json" && value != "csv")
+      throw Error(flag + ": expected console, json or csv");
+  } else if (key == "--benchmark_repetitions") {
+    int n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() || n < 1)
+      throw Error(flag + ": expected an integer >= 1");
+  } else if (key == "--benchmark_out" || key == "--benchmark_out_format") {
+    throw Error(key + ": not supported; --out FILE.json writes the results (Google Benchmark JSON)");
+  } else if (key == "--benchmark_list_tests") {
+    throw Error(key + ": not supported; --list lists the cases");
+  } else if (key == "--benchmark_report_aggregates_only" || key == "--benchmark_display_aggregates_only") {
+    throw Error(key + ": not supported; a case's repetitions and aggregates are kept together");
+  } else if (key == "--benchmark_enable_random_interleaving") {
+    throw Error(key + ": not supported; a case's repetitions run together, on one set-up");
   }
 }
 
@@ -128,11 +162,18 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   std::vector<std::string> ours;
   r.gbench = {"--benchmark_min_time=0.1"};
   for (const std::string& arg : argv)
-    (arg.rfind("--benchmark_", 0) == 0 ? r.gbench : ours).push_back(arg);
+    if (arg.rfind("--benchmark_", 0) == 0) {
+      check_gbench_flag(arg);
+      r.gbench.push_back(arg);
+      r.gbench_format |= arg.rfind("--benchmark_format=", 0) == 0;
+    } else {
+      ours.push_back(arg);
+    }
   std::set<std::string> values = kSweepFlags;
   values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
-                 "repetitions", "case-time"});
-  const Args a = parse_args("run", ours, values, {"resume", "remeasure-peaks", "list"});
+                 "repetitions", "case-time", "machine"});
+  const Args a =
+      parse_args("run", ours, values, {"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
   if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
 
   r.spec = sweep_spec(a);
@@ -159,10 +200,18 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
                     "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
   r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
   r.out = a.get("out").value_or("");
-  r.resume = a.on("resume");
+  if (a.get("out") && r.out.empty()) throw Error("--out '': expected a path ending in .json");
+  r.resume_force = a.on("resume-force");
+  r.resume = a.on("resume") || r.resume_force;
+  r.overwrite = a.on("overwrite");
+  if (r.resume && r.overwrite) throw Error("run: --resume and --overwrite exclude each other");
+  r.machine = a.get("machine").value_or("");
+  if (a.get("machine")) bench::check_machine_name(r.machine, "--machine");
+  if (const char* env = std::getenv("LB_MACHINE"); env && *env) bench::check_machine_name(env, "LB_MACHINE");
   r.remeasure_peaks = a.on("remeasure-peaks");
   r.list = a.on("list");
   if (r.resume && r.out.empty()) throw Error("run: --resume needs --out");
+  if (r.overwrite && r.out.empty()) throw Error("run: --overwrite needs --out");
   if (!r.out.empty() && !r.out.ends_with(".json"))
     throw Error("--out " + r.out + ": expected a path ending in .json");
   return r;

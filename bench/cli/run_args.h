@@ -17,9 +17,14 @@ struct RunArgs {
   bench::RunOptions options;
   std::string out;            // results file (.json), empty: none
   std::string cache = "hot";  // hot or cold
+  std::string machine;        // --machine NAME; "" for $LB_MACHINE or the default (bench/harness/machine.h)
   bool resume = false, remeasure_peaks = false, list = false;
+  bool resume_force = false;        // --resume-force: continue a log whose settings differ
+  bool overwrite = false;           // replace an existing result
+  bool gbench_format = false;       // --benchmark_format given: stdout is Google Benchmark's alone
   double noisy_cv = 0.05;           // repetitions' coefficient of variation that marks a case noisy
-  std::vector<std::string> gbench;  // Google Benchmark's flags: our defaults, then the user's
+  std::vector<std::string> gbench;  // Google Benchmark's flags: our defaults, then the user's (checked:
+                                    // those that would break whole cases or the results file are refused)
 };
 RunArgs parse_run_args(const std::vector<std::string>& argv);
 extern const char* const kRunUsage;

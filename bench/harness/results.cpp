@@ -1,15 +1,21 @@
 #include "bench/harness/results.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "bench/cli/format.h"
+#include "bench/harness/machine.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/runner.h"
 #include "kernels/common.h"
@@ -39,38 +45,298 @@ std::string json_numbers(std::string text) {
   return text;
 }
 
-std::vector<Json> read_jsonl(const std::string& path, Json* context) {
-  std::vector<Json> out;
-  std::ifstream in(path);
-  if (!in) throw Error("cannot read '" + path + "'");
+// Which case a run object belongs to: lb_case, else (a foreign Google Benchmark file)
+// its run_name or name.
+std::string case_key(const Json& r) {
+  if (r.contains("lb_case")) return r["lb_case"].get<std::string>();
+  return r.value("run_name", r.value("name", ""));
+}
+
+// A case's objects are whole when none was cut short by a signal and, as lb_case_runs
+// says (older files: one object per repetition), none is missing.
+bool whole_case(const std::vector<Json>& runs) {
+  for (const Json& r : runs)
+    if (r.value("error_message", "") == kInterrupted) return false;
+  if (runs[0].contains("lb_case_runs")) return runs.size() == runs[0]["lb_case_runs"].get<size_t>();
+  if (runs[0].value("error_occurred", false)) return true;
+  size_t repetitions = 0;
+  for (const Json& r : runs)
+    repetitions += r.value("run_type", "iteration") == "iteration";
+  return repetitions >= size_t(runs[0].value("repetitions", 1));
+}
+
+// Splits runs into cases (consecutive objects of one case); whole ones go to `cases` (a
+// later copy replaces an earlier one), the names of the others to `partial`.
+void add_cases(const std::vector<Json>& runs, CaseRuns& cases, std::vector<std::string>* partial) {
+  for (size_t i = 0; i < runs.size();) {
+    const std::string key = case_key(runs[i]);
+    size_t end = i;
+    while (end < runs.size() && case_key(runs[end]) == key)
+      ++end;
+    std::vector<Json> block(runs.begin() + long(i), runs.begin() + long(end));
+    if (whole_case(block)) {
+      if (!cases.runs.count(key)) cases.order.push_back(key);
+      cases.runs[key] = std::move(block);
+    } else if (partial) {
+      partial->push_back(key);
+    }
+    i = end;
+  }
+}
+
+// The lines of a .jsonl: run objects (returned per session: a settings or context line
+// starts the next, so a case cut short in one session and run again in the next are two
+// copies), the last context and settings line. A last line that is cut short or not JSON
+// is torn (the run died writing it): left out, and `whole_bytes` is where it starts. A bad
+// line elsewhere is an error naming file:line.
+std::vector<std::vector<Json>> parse_log(const std::string& text, const std::string& path, Json* context,
+                                         Json* settings, size_t* whole_bytes) {
+  std::vector<std::vector<Json>> sessions(1);
+  *whole_bytes = text.size();
   int number = 0;
-  for (std::string line; std::getline(in, line);) {
+  for (size_t at = 0; at < text.size();) {
     ++number;
+    const size_t nl = text.find('\n', at);
+    const size_t end = nl == std::string::npos ? text.size() : nl;
+    const bool last = end + 1 >= text.size();
+    const std::string line = text.substr(at, end - at);
+    const size_t start = at;
+    at = end + 1;
     if (line.empty()) continue;
     Json j = Json::parse(line, nullptr, false);
-    if (j.is_discarded()) {
-      if (in.peek() == EOF) break;  // a torn last line: the run died while writing it
-      throw Error(path + ":" + std::to_string(number) + ": not a JSON object");
+    if (j.is_discarded() || !j.is_object() || nl == std::string::npos) {
+      if (last) {
+        *whole_bytes = start;
+        break;
+      }
+      throw Error(path + ":" + std::to_string(number) + ": not a JSON object (the file is damaged)");
     }
-    if (j.contains("context")) {
+    if (j.contains("layerbench_settings")) {
+      if (settings) *settings = j["layerbench_settings"];
+      sessions.emplace_back();
+    } else if (j.contains("context")) {
       if (context) *context = j["context"];
+      sessions.emplace_back();
     } else {
-      out.push_back(std::move(j));
+      sessions.back().push_back(std::move(j));
     }
   }
-  return out;
+  return sessions;
+}
+
+std::string read_text(const std::string& path, const std::string& who) {
+  if (std::filesystem::is_directory(path))
+    throw Error(who + "'" + path + "' is a directory, not a results file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(who + "cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Writes all of text to fd; false (errno set) on an error.
+bool write_all(int fd, const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      return false;
+    }
+    done += size_t(n);
+  }
+  return true;
+}
+
+// The pid that holds an flock on fd's file, from /proc/locks; 0 when not found.
+long lock_holder(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return 0;
+  std::ifstream locks("/proc/locks");
+  for (std::string line; std::getline(locks, line);) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number.
+    std::istringstream f(line);
+    std::string number, type, mode, access, dev_inode;
+    long pid = 0;
+    f >> number >> type >> mode >> access >> pid >> dev_inode;
+    const size_t colon = dev_inode.rfind(':');
+    if (type != "FLOCK" || colon == std::string::npos) continue;
+    if (dev_inode.substr(colon + 1) == std::to_string(st.st_ino)) return pid;
+  }
+  return 0;
 }
 
 }  // namespace
 
-PreviousRuns read_previous(const std::string& out) {
-  PreviousRuns p;
-  const std::string path = out + "l";
-  if (out.empty() || !std::filesystem::exists(path)) return p;
-  p.runs = read_jsonl(path, nullptr);
-  for (const Json& r : p.runs)
-    if (r.contains("lb_case")) p.cases.insert(r["lb_case"].get<std::string>());
-  return p;
+const std::set<std::string> kSelectionSettings = {
+    "suites",   "networks", "problems", "batches", "dtypes", "relus",           "threads",
+    "backends", "kernels",  "shard",    "cache",   "sync",   "benchmark_filter"};
+
+std::string settings_difference(const Json& before, const Json& now, const std::set<std::string>& ignore) {
+  if (!before.is_object()) return "no settings recorded";
+  std::set<std::string> keys;
+  for (const auto& [key, value] : before.items())
+    keys.insert(key);
+  for (const auto& [key, value] : now.items())
+    keys.insert(key);
+  for (const std::string& key : keys) {
+    if (ignore.count(key)) continue;
+    auto text = [&key](const Json& settings) {
+      if (!settings.is_object() || !settings.contains(key)) return std::string("(none)");
+      const Json& v = settings[key];
+      return v.is_string() ? v.get<std::string>() : v.dump();
+    };
+    const std::string was = text(before), is = text(now);
+    if (was != is) return key + ": '" + was + "' before, '" + is + "' now";
+  }
+  return {};
+}
+
+std::vector<Json> CaseRuns::flat() const {
+  std::vector<Json> all;
+  for (const std::string& name : order)
+    for (const Json& r : runs.at(name))
+      all.push_back(r);
+  return all;
+}
+
+RunLog::RunLog(const std::string& out, bool resume, bool overwrite) : out_(out), path_(out + "l") {
+  for (const std::string& p : {out_, path_})
+    if (std::filesystem::is_directory(p)) throw Error("--out " + out_ + ": '" + p + "' is a directory");
+  fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  const bool existed = fd_ >= 0;
+  if (!existed && errno != ENOENT) throw Error("cannot open '" + path_ + "': " + std::strerror(errno));
+  if (!existed) {
+    // The log is made only once nothing stands against the run; a refusal leaves no file.
+    if (std::filesystem::exists(out_) && resume)
+      throw Error(out_ + " has no log in " + path_ +
+                  " to continue from (--resume continues the log; --overwrite starts again)");
+    if (std::filesystem::exists(out_) && !overwrite)
+      throw Error(out_ + " already holds results: --resume continues the run, --overwrite replaces it");
+    const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw Error("cannot create '" + path_ + "': " + std::strerror(errno));
+  }
+  try {
+    lock_and_read(resume, overwrite);
+  } catch (...) {
+    ::close(fd_);  // the destructor does not run for a constructor that throws
+    throw;
+  }
+}
+
+void RunLog::lock_and_read(bool resume, bool overwrite) {
+  if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) throw Error("cannot lock '" + path_ + "': " + std::strerror(errno));
+    const long holder = lock_holder(fd_);
+    throw Error(path_ + " is being written by another layerbench run (" +
+                (holder ? "pid " + std::to_string(holder) : std::string("pid unknown")) +
+                "); wait for it or choose another --out");
+  }
+  const std::string text = read_text(path_, "");
+  const bool results = std::filesystem::exists(out_);
+  if (!resume && !overwrite && (!text.empty() || results))
+    throw Error(out_ + " already holds results: --resume continues the run, --overwrite replaces it");
+  if (resume && text.empty() && results)
+    throw Error(out_ + " has no log in " + path_ +
+                " to continue from (--resume continues the log; --overwrite starts again)");
+  if (!resume) return;
+  size_t whole_bytes = 0;
+  try {
+    for (const std::vector<Json>& runs : parse_log(text, path_, nullptr, &previous_settings_, &whole_bytes))
+      add_cases(runs, previous_, &partial_);
+  } catch (const Json::exception& e) {
+    throw Error(path_ + ": not a layerbench log (" + std::string(e.what()) + ")");
+  }
+  // A torn last line is cut off before the first write (so that the next line starts on a
+  // line of its own), not now: a resume refused for its settings leaves the file as it was.
+  torn_bytes_ = text.size() - whole_bytes;
+  std::erase_if(partial_, [this](const std::string& name) { return previous_.runs.count(name) > 0; });
+  has_lines_ = !previous_settings_.is_null() || !previous_.order.empty() || !partial_.empty();
+}
+
+RunLog::~RunLog() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+void RunLog::start(const Json& settings) {
+  torn_bytes_ = 0;
+  if (ftruncate(fd_, 0) != 0) throw Error("cannot empty '" + path_ + "': " + std::strerror(errno));
+  if (std::filesystem::exists(out_) && std::remove(out_.c_str()) != 0)
+    throw Error("cannot remove '" + out_ + "': " + std::strerror(errno));
+  append_settings(settings);
+}
+
+void RunLog::append_settings(const Json& settings) {
+  append({Json{{"layerbench_settings", settings}}});
+}
+
+void RunLog::append(const std::vector<Json>& lines) {
+  if (torn_bytes_) {
+    const off_t size = lseek(fd_, 0, SEEK_END);
+    if (size < off_t(torn_bytes_) || ftruncate(fd_, size - off_t(torn_bytes_)) != 0)
+      throw Error("cannot cut the torn last line of '" + path_ + "': " + std::strerror(errno));
+    std::fprintf(stderr,
+                 "layerbench: %s: cut off a torn last line (%zu bytes; the run stopped while writing it)\n",
+                 path_.c_str(), torn_bytes_);
+    torn_bytes_ = 0;
+  }
+  std::string text;
+  for (const Json& j : lines)
+    text += j.dump() + "\n";  // nlohmann writes NaN and infinities as null
+  const off_t before = lseek(fd_, 0, SEEK_END);
+  if (!write_all(fd_, text)) {
+    const int error = errno;
+    if (before >= 0 && ftruncate(fd_, before) != 0) {
+      // The partial line stays; the next --resume cuts it off.
+    }
+    throw Error("cannot append to '" + path_ + "': " + std::strerror(error) +
+                "; every case before it is kept: continue with --resume");
+  }
+}
+
+CaseRuns RunLog::read(Json* context, Json* settings) const {
+  size_t whole_bytes = 0;
+  CaseRuns cases;
+  for (const std::vector<Json>& runs :
+       parse_log(read_text(path_, ""), path_, context, settings, &whole_bytes))
+    add_cases(runs, cases, nullptr);
+  return cases;
+}
+
+void RunLog::write_results(Json context) const {
+  Json logged_context, settings;
+  const CaseRuns cases = read(&logged_context, &settings);
+  if (context.is_null()) context = logged_context.is_null() ? Json::object() : logged_context;
+  context["layerbench_settings"] = settings;
+  write_json_atomically(out_, results_document(std::move(context), cases));
+}
+
+Json results_document(Json context, const CaseRuns& cases) {
+  context["layerbench_format_version"] = kFormatVersion;
+  Json measured = Json::array(), not_measured = Json::array();
+  for (const std::string& name : cases.order) {
+    const std::vector<Json>& runs = cases.runs.at(name);
+    const bool error =
+        std::any_of(runs.begin(), runs.end(), [](const Json& r) { return r.value("error_occurred", false); });
+    for (const Json& r : runs) {
+      if (!error) {
+        measured.push_back(r);
+        continue;
+      }
+      Json entry = r;  // the run object as it was (merge reads it back), and the short keys
+      entry["status"] = r.value("lb_status", "failed");
+      entry["reason"] = r.value("lb_reason", r.value("error_message", ""));
+      entry["kernel"] = r.value("lb_kernel", "");
+      entry["problem"] = r.value("lb_problem", "");
+      if (r.contains("lb_repro")) entry["repro"] = r["lb_repro"];
+      not_measured.push_back(std::move(entry));
+    }
+  }
+  return {
+      {"context", std::move(context)}, {"benchmarks", measured}, {"layerbench_not_measured", not_measured}};
 }
 
 void write_json_atomically(const std::string& path, const Json& j) {
@@ -78,34 +344,29 @@ void write_json_atomically(const std::string& path, const Json& j) {
   std::error_code ec;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream o(tmp);
-    o << j.dump(2) << "\n";
-    if (!o) throw Error("cannot write '" + tmp + "'");
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
+  const bool written = write_all(fd, j.dump(2) + "\n");
+  const int error = errno;
+  if (::close(fd) != 0 || !written) {
+    std::remove(tmp.c_str());
+    throw Error("cannot write '" + tmp + "': " + std::strerror(written ? errno : error));
   }
   std::filesystem::rename(tmp, target, ec);
   if (ec) throw Error("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
 }
 
-Reporter::Reporter(std::string out, const std::vector<Case>& cases, PreviousRuns previous, double noisy_cv,
+Reporter::Reporter(RunLog* log, const std::vector<Case>& cases, std::vector<Json> previous, double noisy_cv,
                    std::unique_ptr<benchmark::BenchmarkReporter> display)
-    : out_(std::move(out)),
+    : log_(log),
       total_(cases.size()),
       noisy_cv_(noisy_cv),
-      runs_(std::move(previous.runs)),
+      runs_(std::move(previous)),
       display_(std::move(display)) {
   json_.SetOutputStream(&json_text_);
   json_.SetErrorStream(&json_text_);
   for (const Case& c : cases)
     cases_[c.name] = &c;
-}
-
-void Reporter::append_line(const Json& j) {
-  if (out_.empty()) return;
-  std::ofstream o(out_ + "l", std::ios::app);
-  o << j.dump() << "\n";
-  o.flush();
-  if (!o) throw Error("cannot append to '" + out_ + "l'");
 }
 
 bool Reporter::ReportContext(const Context& context) {
@@ -129,12 +390,7 @@ bool Reporter::ReportContext(const Context& context) {
           << "note: this Google Benchmark library was built without NDEBUG (as Debian ships it); "
              "layerbench's own timing does not depend on it\n";
   }
-  if (!out_.empty()) {
-    std::error_code ec;
-    const std::filesystem::path p(out_);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  }
-  append_line(Json{{"context", context_}});
+  if (log_) log_->append({Json{{"context", context_}}});
   return true;
 }
 
@@ -227,15 +483,40 @@ Json case_identity(const Case& c) {
           {"lb_cache", c.cold ? "cold" : "hot"}};
 }
 
+void Reporter::flush_case() {
+  if (pending_.empty()) return;
+  for (Json& j : pending_)
+    j["lb_case_runs"] = pending_.size();
+  if (log_) log_->append(pending_);
+  runs_.insert(runs_.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+}
+
 void Reporter::ReportRuns(const std::vector<Run>& reported) {
-  // Cases cut short by a signal are not results: --resume runs them again.
-  if (reported.empty() || (reported[0].error_occurred && reported[0].error_message == kInterrupted)) return;
+  if (reported.empty()) return;
   const std::string case_name = reported[0].run_name.function_name;
+  if (case_name != pending_case_) {
+    flush_case();
+    pending_case_ = case_name;
+    pending_dropped_ = false;
+  }
+  // A case cut short by a signal is not a result, however many repetitions it finished:
+  // none of its objects (nor its aggregates, which come next) are kept; --resume runs it.
+  pending_dropped_ |= std::any_of(reported.begin(), reported.end(), [](const Run& r) {
+    return r.error_occurred && r.error_message == kInterrupted;
+  });
+  if (pending_dropped_) {
+    pending_.clear();
+    return;
+  }
   const Case& c = *cases_.at(case_name);
   const CaseNotes& notes = c.notes;
-  // Google Benchmark reports a case's repetitions in one call and their aggregates in
-  // the next.
+  // Google Benchmark reports a case's repetitions in one call and, when at least two of
+  // them ran without error, their aggregates in the next.
   const bool repetitions = reported[0].run_type == Run::RT_Iteration;
+  const bool aggregates_follow =
+      repetitions &&
+      std::count_if(reported.begin(), reported.end(), [](const Run& r) { return !r.error_occurred; }) >= 2;
   std::vector<Run> runs = repetitions ? kept_repetitions(reported, notes) : reported;
   if (repetitions)
     kept_ = runs;
@@ -285,50 +566,131 @@ void Reporter::ReportRuns(const std::vector<Run>& reported) {
     if (notes.max_bytes_used >= 0 && j.value("run_type", "") == "iteration")
       j["max_bytes_used"] = notes.max_bytes_used;
     if (cv != cv_.end()) j["lb_cv"] = cv->second;
-    append_line(j);
-    runs_.push_back(j);
+    pending_.push_back(std::move(j));
   }
   failed_ |= notes.status == Status::failed;
   if (repetitions && !display_) print_case(runs, std::string(name(notes.status)), noisy);
+  if (!aggregates_follow) flush_case();  // the case is whole
 }
 
 void Reporter::Finalize() {
+  flush_case();
   if (display_) display_->Finalize();
-  if (out_.empty()) return;
-  write_json_atomically(out_, Json{{"context", context_}, {"benchmarks", runs_}});
 }
 
-void merge_results(const std::string& out, const std::vector<std::string>& inputs) {
-  if (inputs.empty()) throw Error("merge: expected OUT.json and at least one input");
-  Json context;
-  std::vector<Json> all;
-  std::set<std::string> seen;  // a case (with its repetition or aggregate) is kept once
-  std::string sources;
-  for (const std::string& in : inputs) {
-    Json ctx;
-    std::vector<Json> runs;
-    if (in.ends_with(".jsonl")) {
-      runs = read_jsonl(in, &ctx);
-    } else {
-      std::ifstream f(in);
-      if (!f) throw Error("merge: cannot read '" + in + "'");
-      Json j = Json::parse(f, nullptr, false);
-      if (j.is_discarded() || !j.contains("benchmarks"))
-        throw Error("merge: '" + in + "' is not a Google Benchmark JSON file");
-      ctx = j.value("context", Json::object());
-      runs = j["benchmarks"].get<std::vector<Json>>();
+namespace {
+
+// One merge input: its context, settings and whole cases, and the cases it has only in part.
+struct MergeInput {
+  std::string path;
+  Json context, settings;
+  CaseRuns cases;
+  std::vector<std::string> partial;
+};
+
+MergeInput read_merge_input(const std::string& path);
+
+// Any input read_merge_input cannot make sense of is one line naming it.
+MergeInput read_merge_input_or_say(const std::string& path) {
+  try {
+    return read_merge_input(path);
+  } catch (const Json::exception& e) {
+    throw Error("merge: '" + path + "' is not a results file we can read (" + e.what() + ")");
+  }
+}
+
+MergeInput read_merge_input(const std::string& path) {
+  MergeInput in{path, Json::object(), Json(), {}, {}};
+  const std::string text = read_text(path, "merge: ");
+  std::vector<std::vector<Json>> sessions;
+  if (path.ends_with(".jsonl")) {
+    size_t whole_bytes = 0;
+    sessions = parse_log(text, path, &in.context, &in.settings, &whole_bytes);
+    if (whole_bytes < text.size())
+      std::fprintf(stderr, "layerbench merge: %s: a torn last line is left out\n", path.c_str());
+  } else {
+    Json j = Json::parse(json_numbers(text), nullptr, false);
+    if (j.is_discarded()) throw Error("merge: '" + path + "' is not JSON");
+    if (!j.is_object() || !j.contains("benchmarks") || !j["benchmarks"].is_array())
+      throw Error("merge: '" + path + "' is not a Google Benchmark JSON file (no \"benchmarks\" array)");
+    if (j.contains("context")) {
+      if (!j["context"].is_object()) throw Error("merge: '" + path + "': \"context\" is not an object");
+      in.context = j["context"];
+      if (in.context.contains("layerbench_settings")) in.settings = in.context["layerbench_settings"];
     }
-    if (context.is_null()) context = ctx;
-    sources += (sources.empty() ? "" : " ") + in;
-    for (Json& r : runs) {
-      const std::string key = r.value("name", "") + "|" + std::to_string(r.value("repetition_index", -1)) +
-                              "|" + r.value("aggregate_name", "");
-      if (seen.insert(key).second) all.push_back(std::move(r));
+    sessions = {j["benchmarks"].get<std::vector<Json>>()};
+    if (j.contains("layerbench_not_measured")) {
+      if (!j["layerbench_not_measured"].is_array())
+        throw Error("merge: '" + path + "': \"layerbench_not_measured\" is not an array");
+      for (const Json& r : j["layerbench_not_measured"])
+        sessions[0].push_back(r);
     }
   }
-  if (context.is_null()) context = Json::object();
+  for (const std::vector<Json>& runs : sessions)
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (!runs[i].is_object() || case_key(runs[i]).empty())
+        throw Error("merge: '" + path + "': benchmark " + std::to_string(i) +
+                    " is not a run object with a name");
+  if (in.context.is_null()) in.context = Json::object();
+  if (!in.settings.is_null() && !in.settings.is_object())
+    throw Error("merge: '" + path + "': layerbench_settings is not an object");
+  for (const std::vector<Json>& runs : sessions)
+    add_cases(runs, in.cases, &in.partial);
+  std::erase_if(in.partial, [&in](const std::string& name) { return in.cases.runs.count(name) > 0; });
+  return in;
+}
+
+// The machine a file was measured on: layerbench's host and CPU, else Google Benchmark's host.
+std::string machine(const Json& context) {
+  const std::string host = context.value("layerbench_host", context.value("host_name", ""));
+  return host + ", " + context.value("layerbench_cpu_model", "CPU not recorded");
+}
+
+}  // namespace
+
+void merge_results(const std::string& out, const std::vector<std::string>& inputs, bool force) {
+  if (inputs.empty()) throw Error("merge: expected OUT.json and at least one input");
+  std::vector<MergeInput> all;
+  for (const std::string& path : inputs)
+    all.push_back(read_merge_input_or_say(path));
+  const MergeInput& first = all[0];
+  for (const MergeInput& in : all) {
+    if (machine(in.context) != machine(first.context) && !force)
+      throw Error("merge: '" + in.path + "' was measured on another machine (" + machine(in.context) +
+                  ") than '" + first.path + "' (" + machine(first.context) + "); --force merges anyway");
+    if (!in.settings.is_null() || !first.settings.is_null())
+      if (const std::string diff = settings_difference(first.settings, in.settings, kSelectionSettings);
+          !diff.empty() && !force)
+        throw Error("merge: '" + in.path + "' was measured with other settings than '" + first.path + "' (" +
+                    diff + "); --force merges anyway");
+  }
+  CaseRuns merged;
+  std::map<std::string, std::string> source;  // case -> the input its kept copy came from
+  for (const MergeInput& in : all)
+    for (const std::string& name : in.cases.order) {
+      if (auto it = source.find(name); it != source.end())
+        std::fprintf(stderr, "layerbench merge: %s: kept the later copy, from %s (not %s's)\n", name.c_str(),
+                     in.path.c_str(), it->second.c_str());
+      else
+        merged.order.push_back(name);
+      merged.runs[name] = in.cases.runs.at(name);
+      source[name] = in.path;
+    }
+  for (const MergeInput& in : all)
+    for (const std::string& name : in.partial) {
+      if (auto it = source.find(name); it != source.end())
+        std::fprintf(stderr, "layerbench merge: %s: kept the whole copy from %s (%s's was interrupted)\n",
+                     name.c_str(), it->second.c_str(), in.path.c_str());
+      else
+        std::fprintf(stderr, "layerbench merge: %s: left out (interrupted in %s, whole in no input)\n",
+                     name.c_str(), in.path.c_str());
+    }
+  std::string sources;
+  for (const std::string& in : inputs)
+    sources += (sources.empty() ? "" : " ") + in;
+  Json context = first.context;
   context["layerbench_merged_from"] = sources;
-  write_json_atomically(out, Json{{"context", context}, {"benchmarks", all}});
+  write_json_atomically(out, results_document(std::move(context), merged));
 }
 
 std::string cpu_gpu_table(const std::vector<Json>& runs) {

@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sstream>
 
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
 #include "bench/cli/run_args.h"
+#include "bench/harness/machine.h"
 #include "bench/harness/peaks.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/results.h"
@@ -31,18 +33,18 @@ int list_cases(const std::vector<Case>& cases) {  // a dry run: the cases, in or
   return 0;
 }
 
-// The cases still to run: a --resume skips those in <out>.jsonl; a new run starts a new log.
-std::vector<Case> cases_to_run(std::vector<Case> all, const cli::RunArgs& args, PreviousRuns& previous) {
-  if (args.resume)
-    previous = read_previous(args.out);
-  else if (!args.out.empty())
-    std::remove((args.out + "l").c_str());
+// The cases a --resume still has to run: those without a whole copy in the log.
+std::vector<Case> cases_to_run(std::vector<Case> all, const RunLog* log, const std::string& out) {
+  if (!log) return all;
+  for (const std::string& name : log->partial())
+    std::fprintf(stderr, "resume: %s is not whole in %sl (the run stopped within it); it runs again\n",
+                 name.c_str(), out.c_str());
+  if (log->previous().order.empty()) return all;
   std::vector<Case> cases;
   for (Case& c : all)
-    if (!previous.cases.count(c.name)) cases.push_back(std::move(c));
-  if (args.resume)
-    std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", previous.cases.size(),
-                 args.out.c_str(), cases.size());
+    if (!log->previous().runs.count(c.name)) cases.push_back(std::move(c));
+  std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", log->previous().order.size(),
+               out.c_str(), cases.size());
   return cases;
 }
 
@@ -61,6 +63,39 @@ Peaks peaks_for(const std::vector<Case>& cases, bool remeasure) {
   return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure);
 }
 
+// The GPU's model for the machine's identity; "" without one (the runtime then says
+// why, and the reason must not change the machine's name).
+std::string gpu_model(const std::vector<std::pair<std::string, std::string>>& gpu_context) {
+  for (const auto& [key, value] : gpu_context)
+    if (key == "layerbench_gpu_model" && value.rfind("none", 0) != 0) return value;
+  return {};
+}
+
+Machine this_machine(const cli::RunArgs& args) {
+  return identify_machine(args.machine, gpu_model(device_runtime(Device::gpu).context()));
+}
+
+// The peaks as numbers, for scripts: [{"kind", "dtype", "engine", "device", "threads",
+// "ops_per_second", "unit", "method"}] ("f32_fma" is dtype f32 on engine fma; a GPU's
+// copy bandwidth is in bytes per second).
+Json peaks_as_json(const Peaks& peaks) {
+  Json all = Json::array();
+  for (const Peak& p : peaks.all()) {
+    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
+    const std::string kind = gpu ? p.kind.substr(4) : p.kind;
+    const size_t cut = kind.find('_');
+    all.push_back({{"kind", p.kind},
+                   {"dtype", kind.substr(0, cut)},
+                   {"engine", cut == std::string::npos ? "" : kind.substr(cut + 1)},
+                   {"device", gpu ? "gpu" : "cpu"},
+                   {"threads", p.threads},
+                   {"ops_per_second", p.ops_per_second},
+                   {"unit", p.kind == "gpu_d2d_copy" ? "B/s" : "FLOP/s"},
+                   {"method", p.how}});
+  }
+  return all;
+}
+
 // The results file's context: machine, build, libraries (the GPU's when a GPU case
 // runs), peaks and the run's settings.
 void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector<Case>& cases) {
@@ -68,9 +103,13 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
     benchmark::AddCustomContext(key, value);
   for (const auto& [key, value] : registry().context())  // library versions, their ISA
     benchmark::AddCustomContext(key, value);
+  const auto gpu = device_runtime(Device::gpu).context();
   if (any_gpu_case(cases))
-    for (const auto& [key, value] : device_runtime(Device::gpu).context())
+    for (const auto& [key, value] : gpu)
       benchmark::AddCustomContext(key, value);
+  for (const auto& [key, value] : this_machine(args).facts)
+    benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("layerbench_peaks", peaks_as_json(peaks).dump());
   for (const Peak& p : peaks.all()) {
     char buf[512];
     const bool copy = p.kind == "gpu_d2d_copy";
@@ -100,6 +139,94 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
     benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
 }
 
+// The last value given to a Google Benchmark flag (ours first, then the user's), or "".
+std::string gbench_value(const std::vector<std::string>& gbench, const std::string& flag) {
+  std::string value;
+  for (const std::string& f : gbench)
+    if (f.rfind("--" + flag + "=", 0) == 0) value = f.substr(flag.size() + 3);
+  return value;
+}
+
+template <class T, class F>
+std::string joined(const std::vector<T>& items, F text) {
+  std::string out;
+  for (const T& item : items) {
+    if (!out.empty()) out += ',';
+    out += text(item);
+  }
+  return out;
+}
+
+// The run's settings: everything that decides which cases exist (kSelectionSettings) and
+// what a case measures. Written as the log's first line and compared by --resume; every
+// value is a string. The peaks are added once measured (peaks_setting).
+Json run_settings(const cli::RunArgs& args) {
+  const SweepSpec& s = args.spec;
+  const RunOptions& o = args.options;
+  const Repetitions& r = o.repetitions;
+  auto same = [](const std::string& x) { return x; };
+  auto number = [](auto x) { return std::to_string(x); };
+  Json j = {{"suites", joined(s.suites, same)},
+            {"networks", joined(s.networks, same)},
+            {"problems", joined(s.problems, same)},
+            {"batches", joined(s.batches, number)},
+            {"dtypes", joined(s.dtypes, [](DType d) { return name(d); })},
+            {"relus", joined(s.relus, [](Relu x) { return name(x); })},
+            {"threads", joined(s.threads, number)},
+            {"backends", joined(s.backends, same)},
+            {"kernels", joined(s.kernels, same)},
+            {"shard", std::to_string(s.shard) + "/" + std::to_string(s.shards)},
+            {"cache", args.cache},
+            {"sync", joined(s.blocking_syncs, [](bool blocking) { return blocking ? "blocking" : "spin"; })},
+            {"benchmark_filter", gbench_value(args.gbench, "benchmark_filter")},
+            {"seed", std::to_string(o.seed)},
+            {"verify_macs", std::to_string(o.max_reference_macs)},
+            {"repetitions", r.fixed ? "fixed " + gbench_value(args.gbench, "benchmark_repetitions")
+                                    : "adaptive " + std::to_string(r.min) + "," + std::to_string(r.max)},
+            {"rse_pct", cli::fixed(100 * r.rse_target, 3)},
+            {"case_time_s", cli::fixed(r.cap_seconds, 3)},
+            {"benchmark_min_time", gbench_value(args.gbench, "benchmark_min_time")},
+            {"benchmark_min_warmup_time", gbench_value(args.gbench, "benchmark_min_warmup_time")},
+            {"noisy_cv", cli::fixed(args.noisy_cv, 4)},
+            {"machine", this_machine(args).name}};
+  for (const auto& [key, value] : build_context())  // the build, not the machine
+    if (key == "layerbench_compiler" || key == "layerbench_build" || key == "layerbench_git_commit")
+      j[key.substr(std::strlen("layerbench_"))] = value;
+  for (const auto& [key, value] : registry().context())  // library versions and the ISA they use
+    j[key.rfind("layerbench_", 0) == 0 ? key.substr(std::strlen("layerbench_")) : key] = value;
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  j["gomp_spincount"] = spin ? spin : "";
+  return j;
+}
+
+// The peaks a run's % of peak figures divide by (cached per machine, contended ones too).
+std::string peaks_setting(const Peaks& peaks) {
+  std::string out;
+  for (const Peak& p : peaks.all()) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%s%s threads%d %.6g", out.empty() ? "" : "; ", p.kind.c_str(), p.threads,
+                  p.ops_per_second);
+    out += buf;
+  }
+  return out;
+}
+
+// A resume continues one run: its settings must be those in the log (`ignore` left out
+// while the peaks are not yet measured), unless --resume-force; then the difference is said,
+// recorded in the context, and the log gets the new settings line.
+bool settings_agree(const RunLog& log, const Json& settings, const cli::RunArgs& args,
+                    const std::set<std::string>& ignore) {
+  const std::string diff = settings_difference(log.previous_settings(), settings, ignore);
+  if (diff.empty()) return true;
+  if (!args.resume_force)
+    throw Error("--resume: " + args.out + "l was started with other settings (" + diff +
+                "); --resume-force continues anyway");
+  std::fprintf(stderr, "layerbench: --resume-force: continuing %sl with other settings (%s)\n",
+               args.out.c_str(), diff.c_str());
+  benchmark::AddCustomContext("layerbench_resume_forced", diff);
+  return false;
+}
+
 // Google Benchmark 1.7 deprecates its CSV reporter but still offers it; so do we.
 std::unique_ptr<benchmark::BenchmarkReporter> csv_reporter() {
 #pragma GCC diagnostic push
@@ -126,8 +253,9 @@ std::unique_ptr<benchmark::BenchmarkReporter> display_reporter(const std::vector
   return display;
 }
 
-// Initialises Google Benchmark with its flags; false (after its message) on one it rejects.
-bool init_google_benchmark(const std::vector<std::string>& flags) {
+// Initialises Google Benchmark with its flags, through its own parser; a flag it does not
+// take is one line (lb::Error) naming it, with the parser's reason when it gave one.
+void init_google_benchmark(const std::vector<std::string>& flags) {
   // Google Benchmark keeps argv[0] (the context's "executable"): the strings must live on.
   static std::vector<std::string> kept;
   kept = {"layerbench"};
@@ -136,23 +264,40 @@ bool init_google_benchmark(const std::vector<std::string>& flags) {
   for (std::string& s : kept)
     argv.push_back(s.data());
   int argc = int(argv.size());
+  std::ostringstream said;  // its parser explains a bad value on std::cerr
+  std::streambuf* const cerr = std::cerr.rdbuf(said.rdbuf());
   benchmark::Initialize(&argc, argv.data());
-  return !benchmark::ReportUnrecognizedArguments(argc, argv.data());
+  std::cerr.rdbuf(cerr);
+  if (argc <= 1) return;
+  std::string reason = said.str();
+  reason = reason.substr(0, reason.find('\n'));
+  throw Error(
+      std::string(argv[1]) + ": " +
+      (reason.empty() ? "unrecognized Google Benchmark flag" : "rejected by Google Benchmark: " + reason));
 }
 
-int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, PreviousRuns previous) {
-  use_honest_allocator();
-  install_interrupt_handlers();
-  warm_up(cases);
-  register_cases(cases, args.options);
-  Reporter reporter(args.out, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench));
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  release_active_case();
+int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, RunLog* log) {
+  std::vector<Json> previous;
+  if (log) previous = log->previous().flat();
+  Reporter reporter(log, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench));
+  if (!cases.empty()) {
+    use_honest_allocator();
+    install_interrupt_handlers();
+    warm_up(cases);
+    register_cases(cases, args.options);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    release_active_case();
+  }
   benchmark::Shutdown();
 
-  std::cout << "\n" << cpu_gpu_table(reporter.runs());
+  // With --benchmark_format, stdout carries Google Benchmark's output alone.
+  std::ostream& summary = args.gbench_format ? std::cerr : std::cout;
+  summary << "\n" << cpu_gpu_table(reporter.runs());
   const std::string& out = args.out;
-  if (!out.empty()) std::cout << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
+  if (log) {
+    log->write_results(reporter.context());  // from the log: whole cases only, this run's and before
+    summary << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
+  }
   if (const int signo = interrupted_by()) {
     std::fprintf(stderr, "layerbench: interrupted by %s after %zu of %zu cases; finished cases are in %s%s\n",
                  strsignal(signo), reporter.cases_done(), cases.size(),
@@ -166,22 +311,36 @@ int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, PreviousRuns p
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv) {
+  // Every flag, ours and Google Benchmark's (through its own parser), is checked before
+  // any file is touched.
   cli::RunArgs args = cli::parse_run_args(argv);
+  init_google_benchmark(args.gbench);
   std::vector<Case> all = expand(args.spec);
   if (args.list) return list_cases(all);
-  PreviousRuns previous;
-  std::vector<Case> cases = cases_to_run(std::move(all), args, previous);
-  const Peaks peaks = peaks_for(cases, args.remeasure_peaks);
+  std::unique_ptr<RunLog> log;
+  if (!args.out.empty()) log = std::make_unique<RunLog>(args.out, args.resume, args.overwrite);
+  const bool continuing = log && args.resume && log->has_lines();
+  Json settings = run_settings(args);
+  bool agree = !continuing || settings_agree(*log, settings, args, {"peaks"});
+  // The peaks of the whole sweep, not only of the cases left: a resume records the same ones.
+  const Peaks peaks = peaks_for(all, args.remeasure_peaks);
+  settings["peaks"] = peaks_setting(peaks);
+  if (continuing && agree) agree = settings_agree(*log, settings, args, {});
+  std::vector<Case> cases = cases_to_run(std::move(all), continuing ? log.get() : nullptr, args.out);
+  if (log && !continuing)
+    log->start(settings);
+  else if (continuing && !agree)
+    log->append_settings(settings);
   args.options.peaks = &peaks;
   add_context(args, peaks, cases);
-  if (!init_google_benchmark(args.gbench)) return 2;
-  return run_cases(cases, args, std::move(previous));
+  return run_cases(cases, args, log.get());
 }
 
 int merge_command(const std::vector<std::string>& argv) {
-  const cli::Args a = cli::parse_args("merge", argv, {}, {});
+  const cli::Args a = cli::parse_args("merge", argv, {}, {"force"});
   if (a.positional.size() < 2) throw Error("merge: expected OUT.json IN... (at least one input)");
-  merge_results(a.positional[0], {a.positional.begin() + 1, a.positional.end()});
+  if (!a.positional[0].ends_with(".json")) throw Error("merge: " + a.positional[0] + ": expected OUT.json");
+  merge_results(a.positional[0], {a.positional.begin() + 1, a.positional.end()}, a.on("force"));
   std::cout << "merged " << a.positional.size() - 1 << " files into " << a.positional[0] << "\n";
   return 0;
 }

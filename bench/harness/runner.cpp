@@ -98,6 +98,7 @@ void set_up(Case& c, const RunOptions& o) {
   a.model = model(c.problem);
   if (std::string why = check_memory(a); !why.empty()) return end_case(a, Status::out_of_memory, why, o.seed);
   try {
+    keep_inputs_only_for(c.problem, o.seed);  // what goes, goes before the baseline
     release_free_memory();
     reset_rss_peak();
     a.baseline_rss = rss_bytes();
@@ -201,11 +202,13 @@ void count_repetition(benchmark::State& state, Active& a, double seconds, const 
 }
 
 // The case's resident high-water mark above its baseline: set-up, or the timed runs
-// less the cold method's input copies.
+// less the cold method's input copies; plus the inputs lent by the case before, which
+// were resident (filled) before the baseline was taken.
 double host_peak(const Active& a) {
   const size_t timed = rss_peak_bytes(), setup = a.setup_peak_rss, base = a.baseline_rss;
   const size_t timed_base = base + a.cold_copy_bytes;
-  return double(std::max(setup > base ? setup - base : 0, timed > timed_base ? timed - timed_base : 0));
+  const size_t above = std::max(setup > base ? setup - base : 0, timed > timed_base ? timed - timed_base : 0);
+  return double(above + a.session->reused_input_bytes());
 }
 
 void set_counters(benchmark::State& state, const Active& a, const Timed& t, double peak_bytes,
@@ -260,7 +263,9 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     return state.SkipWithError(a.error.c_str());
   }
   sampler.stop();
-  if (g_signal) return;
+  // A signal during the loop: this repetition is not a measurement (an error, so that the
+  // reporter drops the whole case), however many iterations it finished.
+  if (g_signal) return state.SkipWithError(kInterrupted);
   Counters device;
   a.probe->end_timed(t.device, t.wall, device);
   for (const auto& [key, value] : device)

@@ -62,9 +62,10 @@ void register_cases(std::vector<Case>& cases, const RunOptions& options);
 // counted in the first case's host peak. A failure is printed and left to the case.
 void warm_up(const std::vector<Case>& cases);
 
-// SIGINT and SIGTERM stop the sweep: the case being timed and every later one end at
-// once as "interrupted" (never written), finished cases stay on disk. A second signal
-// kills the process the usual way.
+// SIGINT and SIGTERM stop the sweep: the repetition being timed and every later one end
+// at once as "interrupted"; the reporter drops every object of a case with such a
+// repetition (none is written, --resume runs it again), finished cases stay on disk. A
+// second signal kills the process the usual way.
 void install_interrupt_handlers();
 int interrupted_by();  // the signal, or 0
 inline constexpr const char* kInterrupted = "interrupted";

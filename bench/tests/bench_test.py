@@ -44,6 +44,11 @@ def load(path):
         return json.load(f)
 
 
+def runs_of(doc):
+    """Every case's run objects: the measured ones and those not measured (format 2)."""
+    return doc["benchmarks"] + doc.get("layerbench_not_measured", [])
+
+
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "smoke.json")
     sweep = ["--suite", "smoke", "--backend", "all", "--threads", "1,2", "--dtype", "f32,bf16,i8"]
@@ -62,7 +67,22 @@ with tempfile.TemporaryDirectory() as tmp:
                          ("eigen", "layerbench_eigen_version")):
         if backend in built:
             check(ctx.get(key, "").strip() != "", f"context lacks {key}")
-    runs = results["benchmarks"]
+    # What Google Benchmark's compare.py and github-action-benchmark read: "benchmarks" holds
+    # measured cases only, each with a non-zero time, one name per case and its aggregates.
+    check(ctx.get("layerbench_format_version") == "2", "context lacks layerbench_format_version 2")
+    measured = results["benchmarks"]
+    check(all(not r.get("error_occurred") and r["real_time"] > 0 for r in measured),
+          "an entry in benchmarks is not a measured time")
+    names = {}
+    for r in measured:
+        names.setdefault(r["run_name"], set()).add(r["lb_case"])
+    check(all(len(cases) == 1 for cases in names.values()), "two cases under one name in benchmarks")
+    for name in names:
+        aggregates = {r.get("aggregate_name") for r in measured if r["run_name"] == name and r["run_type"] == "aggregate"}
+        check({"mean", "median", "stddev"} <= aggregates, f"{name}: aggregates missing from benchmarks: {aggregates}")
+    check(all(r["status"] == r["lb_status"] and r["reason"] for r in results.get("layerbench_not_measured", [])),
+          "a not-measured entry without its status and reason")
+    runs = runs_of(results)
     seen = {r["lb_case"] for r in runs}
     check(seen == set(expected), f"cases missing: {sorted(set(expected) - seen)[:5]}, unexpected: {sorted(seen - set(expected))[:5]}")
     for r in runs:
@@ -82,10 +102,11 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(math.isfinite(value) and value >= 0, f"{name}: {key} = {value}")
         if r["threads"] == 1 and "threads:1" in name and r["real_time"] > 0:
             check(r["lb_pred_macs"] > 0, f"{name}: no MACs")
-    # One line per run plus the context line, as the cases finished.
+    # The settings line, the context line, then one line per run as the cases finished.
     with open(out + "l") as f:
         lines = [json.loads(l) for l in f]
-    check(len(lines) == len(runs) + 1, f"jsonl has {len(lines)} lines for {len(runs)} runs")
+    check(len(lines) == len(runs) + 2 and "layerbench_settings" in lines[0] and "context" in lines[1],
+          f"jsonl has {len(lines)} lines for {len(runs)} runs")
 
     # CPU utilisation of single-threaded cases reads as one busy core — on cases with
     # 20 ms of timed work or more (a few ms are at the mercy of one descheduling; the
@@ -98,7 +119,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # --resume finds everything done and keeps it.
     p = run("run", *sweep, *QUICK, "--out", out, "--resume")
     check(f"{len(set(expected))} cases already" in p.stderr and "0 to run" in p.stderr, f"resume said: {p.stderr[:300]}")
-    check({r["lb_case"] for r in load(out)["benchmarks"]} == set(expected), "resume lost cases")
+    check({r["lb_case"] for r in runs_of(load(out))} == set(expected), "resume lost cases")
 
     # Shards split the cases disjointly and merge back into one file.
     small = ["--problem", "dense mb=2 ic=8 oc=4", "--backend", "all", "--dtype", "f32,bf16", "--relu", "all"]
@@ -112,7 +133,7 @@ with tempfile.TemporaryDirectory() as tmp:
         shard_files.append(f)
     merged = os.path.join(tmp, "merged.json")
     run("merge", merged, shard_files[0], shard_files[1], shard_files[2] + "l")
-    check({r["lb_case"] for r in load(merged)["benchmarks"]} == set(whole), "merge lost cases")
+    check({r["lb_case"] for r in runs_of(load(merged))} == set(whole), "merge lost cases")
 
     # A case that cannot fit is an error entry with the numbers, and the sweep goes on.
     suite = os.path.join(tmp, "oom.txt")
@@ -120,7 +141,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("dense mb=4194304 ic=4096 oc=4096 name=huge\ndense mb=2 ic=8 oc=4 name=small\n")
     oom = os.path.join(tmp, "oom.json")
     run("run", "--suite", suite, "--backend", "ref", *QUICK, "--out", oom)
-    by_case = {r["lb_case"]: r for r in load(oom)["benchmarks"]}
+    by_case = {r["lb_case"]: r for r in runs_of(load(oom))}
     huge = by_case.get("dense.ref.naive/f32/huge-mb4194304/threads:1", {})
     check(huge.get("error_occurred") and huge.get("error_message", "").startswith("out of memory: needs ")
           and "GiB available" in huge.get("error_message", ""), f"huge case: {huge.get('error_message')}")
@@ -143,14 +164,14 @@ with tempfile.TemporaryDirectory() as tmp:
     stdout, stderr = proc.communicate(timeout=60)
     check(proc.returncode == 128 + signal.SIGINT, f"SIGINT: exit {proc.returncode}")
     check("interrupted by" in stderr and stopped in stderr and "--resume" in stderr, f"SIGINT said: {stderr[-300:]}")
-    done = {r["lb_case"] for r in load(stopped)["benchmarks"]}
+    done = {r["lb_case"] for r in runs_of(load(stopped))}
     with open(stopped + "l") as f:
         logged = {json.loads(l).get("lb_case") for l in f} - {None}
     check(0 < len(done) < len(todo) and done == logged, f"after SIGINT: {len(done)} in json, {len(logged)} logged")
-    check(all(not r.get("error_occurred") for r in load(stopped)["benchmarks"]), "an interrupted case was recorded")
+    check(all(not r.get("error_occurred") for r in runs_of(load(stopped))), "an interrupted case was recorded")
     p = run("run", *slow, "--out", stopped, "--resume")
     check(f"{len(done)} cases already" in p.stderr, f"resume after SIGINT said: {p.stderr[:200]}")
-    check({r["lb_case"] for r in load(stopped)["benchmarks"]} == todo, "resume after SIGINT did not finish the sweep")
+    check({r["lb_case"] for r in runs_of(load(stopped))} == todo, "resume after SIGINT did not finish the sweep")
 
     # Adaptive repetitions (no --benchmark_repetitions): a case repeats until the mean's
     # relative standard error is at most --rse or its time cap is reached, and says which;
@@ -158,7 +179,7 @@ with tempfile.TemporaryDirectory() as tmp:
     adaptive = os.path.join(tmp, "adaptive.json")
     run("run", "--problem", "dense mb=16 ic=256 oc=256", "--backend", "ref", "--benchmark_min_time=0.01",
         "--rse", "2", "--repetitions", "3,8", "--case-time", "0.5", "--out", adaptive)
-    written = load(adaptive)["benchmarks"]
+    written = runs_of(load(adaptive))
     reps = [r for r in written if r["run_type"] == "iteration"]
     aggregates = {r["aggregate_name"]: r for r in written if r["run_type"] == "aggregate"}
     times = [r["real_time"] for r in reps]

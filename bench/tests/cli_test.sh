@@ -64,5 +64,44 @@ printf 'input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3\nfc dense oc=4\n' >"$tmp/net
 expect 2 "net\.txt:3: dense: needs a vector or sequence input, the previous layer gives 8x6x6" -- "$lb" analyze "$tmp/net.txt"
 expect 2 "give one of --suite, --network, --problem" -- "$lb" check --suite smoke --network alexnet
 
+# run and merge refuse bad input before any file is touched (the results files, faked
+# here, stay byte-identical; no sweep runs).
+expect 2 "--shard 1/2/3: expected i/n" -- "$lb" run --shard 1/2/3 --list
+expect 2 "--noisy-cv -1: expected a number" -- "$lb" run --noisy-cv -1 --list
+expect 2 "--noisy-cv nan: expected a number" -- "$lb" run --noisy-cv nan --list
+expect 2 "--out '': expected a path ending in \.json" -- "$lb" run --out ''
+expect 2 "--benchmark_repetitions=-1: expected an integer >= 1" -- "$lb" run --benchmark_repetitions=-1
+expect 2 "--benchmark_repetitions=0: expected an integer >= 1" -- "$lb" run --benchmark_repetitions=0
+expect 2 "--benchmark_format=xml: expected console, json or csv" -- "$lb" run --benchmark_format=xml
+expect 2 "--benchmark_out: not supported" -- "$lb" run --benchmark_out=x.json
+expect 2 "--benchmark_list_tests: not supported" -- "$lb" run --benchmark_list_tests=true
+expect 2 "--benchmark_report_aggregates_only: not supported" -- "$lb" run --benchmark_report_aggregates_only=true
+expect 2 "--benchmark_min_tme=0.05: unrecognized Google Benchmark flag" -- "$lb" run --benchmark_min_tme=0.05 --list
+expect 2 "--benchmark_min_time=abc: rejected by Google Benchmark: .*double" -- "$lb" run --benchmark_min_time=abc --list
+expect 2 "--resume and --overwrite exclude each other" -- "$lb" run --out "$tmp/r.json" --resume --overwrite
+printf '{"context": {}, "benchmarks": []}\n' >"$tmp/r.json"
+printf '{"layerbench_settings": {"seed": "1"}}\n' >"$tmp/r.jsonl"
+cp "$tmp/r.json" "$tmp/r.json.before" && cp "$tmp/r.jsonl" "$tmp/r.jsonl.before"
+expect 2 "r\.json already holds results: --resume continues the run, --overwrite replaces it" -- \
+  "$lb" run --suite smoke --backend ref --out "$tmp/r.json"
+expect 2 "unrecognized Google Benchmark flag" -- "$lb" run --out "$tmp/r.json" --resume --benchmark_min_tme=1
+expect 2 "--benchmark_format=xml" -- "$lb" run --out "$tmp/r.json" --overwrite --benchmark_format=xml
+expect 2 "unknown flag '--sed'" -- "$lb" run --out "$tmp/r.json" --resume --sed 2
+if cmp -s "$tmp/r.json" "$tmp/r.json.before" && cmp -s "$tmp/r.jsonl" "$tmp/r.jsonl.before"; then
+  passes=$((passes + 1))
+else
+  failures=$((failures + 1))
+  echo "FAIL: a rejected flag changed the results files"
+fi
+mkdir -p "$tmp/dir.json"
+expect 2 "is a directory" -- "$lb" run --suite smoke --backend ref --out "$tmp/dir.json"
+expect 2 "merge: '.*' is a directory" -- "$lb" merge "$tmp/m.json" "$tmp/dir.json"
+printf '{"context": {}, "benchmarks": {"a": 1}}' >"$tmp/object.json"
+expect 2 'no "benchmarks" array' -- "$lb" merge "$tmp/m.json" "$tmp/object.json"
+printf '{"benchmarks": [' >"$tmp/torn.json"
+expect 2 "torn\.json' is not JSON" -- "$lb" merge "$tmp/m.json" "$tmp/torn.json"
+printf '{"benchmarks": [1]}' >"$tmp/number.json"
+expect 2 "benchmark 0 is not a run object" -- "$lb" merge "$tmp/m.json" "$tmp/number.json"
+
 echo "cli: $passes passed, $failures failed"
 [ "$failures" = 0 ]
