@@ -7,8 +7,9 @@
 # least 5 ms a repetition) until the relative standard error of its mean time is 2 % or
 # less, with 2 to 10 repetitions and at most 50 ms of timed work unless two repetitions
 # take longer, and is verified on at most 3e7 reference MACs. Extra arguments go to
-# `layerbench run` and win (e.g. --resume --out FILE, or --rse 0.5 --case-time 2 for
-# steadier numbers).
+# `layerbench run` and replace the defaults they name: `--network mobilenet_v1 --batch 1`
+# runs only that (--suite, --problem and --network all replace the default networks);
+# `--rse 0.5 --case-time 2` gives steadier numbers; `--resume --out FILE` continues a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -24,16 +25,37 @@ device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9_.\n-' '-')
 fi
-out="results/runs/$(date +%Y-%m-%dT%H%M%S)_$(hostname -s)_${device}_$$.json"
+out="results/runs/$(date +%Y-%m-%dT%H%M%S)_${LB_MACHINE:-$(hostname -s)}_${device}.json"
 for arg in "$@"; do
   case $arg in --out | --out=*) out="" ;; esac  # the caller names the file
 done
 
+# The defaults, one flag (and its value) each; an extra argument naming a flag drops it.
+defaults=(
+  --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all
+  --threads "1,$(nproc)" --verify-macs 30000000
+  --benchmark_min_time=0.005 --rse 2 --repetitions 2,10 --case-time 0.05
+)
+given=" "
+for arg in "$@"; do
+  case $arg in
+    --suite | --suite=* | --problem | --problem=*) given+="--network " ;;
+    --*) given+="${arg%%=*} " ;;
+  esac
+done
+args=()
+i=0
+while [ $i -lt ${#defaults[@]} ]; do
+  flag=${defaults[$i]}
+  width=2
+  case $flag in *=*) width=1 ;; esac
+  if [[ $given != *" ${flag%%=*} "* ]]; then
+    args+=("${defaults[@]:$i:$width}")
+  fi
+  i=$((i + width))
+done
+
 status=0
-"$build/bench/layerbench" run \
-  --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all \
-  --threads "1,$(nproc)" --verify-macs 30000000 \
-  --benchmark_min_time=0.005 --rse 2 --repetitions 2,10 --case-time 0.05 \
-  ${out:+--out "$out"} "$@" || status=$?
+"$build/bench/layerbench" run "${args[@]}" ${out:+--out "$out"} "$@" || status=$?
 echo "bench.sh: $(($(date +%s) - start)) s"
 exit $status
