@@ -4,8 +4,8 @@
 # supports, every ReLU mode, CPU kernels on 1 thread and on all cores, GPU backends
 # when a GPU is present — into results/runs/<date>_<host>_<device>.json (+ .jsonl as
 # cases finish). 3,500 to 5,000 cases, as the host's ISA allows: each case repeats (at
-# least 5 ms a repetition) until the relative standard error of its mean time is 2 % or
-# less, with 2 to 10 repetitions and at most 50 ms of timed work unless two repetitions
+# least 2 ms a repetition) until the relative standard error of its mean time is 2 % or
+# less, with 2 to 10 repetitions and at most 20 ms of timed work unless two repetitions
 # take longer, and is verified on at most 3e7 reference MACs. Extra arguments go to
 # `layerbench run` and replace the defaults they name: `--network mobilenet_v1 --batch 1`
 # runs only that (--suite, --problem and --network all replace the default networks);
@@ -34,7 +34,7 @@ done
 defaults=(
   --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all
   --threads "1,$(nproc)" --verify-macs 30000000
-  --benchmark_min_time=0.005 --rse 2 --repetitions 2,10 --case-time 0.05
+  --benchmark_min_time=0.002 --rse 2 --repetitions 2,10 --case-time 0.02
 )
 given=" "
 for arg in "$@"; do

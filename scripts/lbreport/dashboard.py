@@ -1,27 +1,46 @@
 """scripts/dashboard: the nightly dashboard, a static site built from a folder of results files
-(one layerbench results JSON per nightly run).
+(one layerbench results file per nightly run, .json or .json.gz, in any sub-folder).
 
     scripts/dashboard [--history results/history] [--out build/dashboard] [--window 10] [--k 3]
-                      [--min-change 0.05] [--min-runs 3]
+                      [--min-change 0.05] [--min-runs 3] [--max-load 1.0] [--keep-months 12]
+                      [--repo-url https://github.com/OWNER/REPO] [--alert FILE.md]
 
-DIR/index.html shows, per case, time series of time, throughput and peak memory (host and
-device), filters by op, backend, dtype and device, and at the top a table of regressions in
-the newest run. Every point links to its run's page, DIR/runs/<run>.html, which lists that
-run's machine and cases. Chart.js comes from npm at build time (scripts/dashboard-site/
-package.json; `npm ci` runs there when node_modules is missing) and is copied into DIR.
+Runs are grouped by machine (layerbench_machine; for older files the host name and a hash of
+the CPU model and core count) and never judged against another machine's. DIR/index.html has a
+machine and a thread filter (with op, backend, dtype, device and a name filter); on top, per
+layer type and backend, the geometric mean of the newest values over their baseline (the
+median of the previous --window runs), a sparkline of that ratio over the history and the
+counts of regressions and improvements; then the newest run's verdicts; then one card per case
+that was measured at least once (unsupported cases get no empty card: the run pages list them).
+Each card draws time (with the noise band and flagged points marked), throughput and peak
+memory over the runs, labelled with their commit and time; every point links to its run's
+page, DIR/runs/<machine>/<run>.html, which links the commits since the run before when
+--repo-url is given.
+
+The data is split per machine and month (DIR/data/<machine>/<YYYY-MM>.js) and loaded when the
+page needs it, so a year of nightly runs is not one file. Retention: runs older than
+--keep-months months before a machine's newest run are left out of the site (the history files
+are not touched; docs/nightly.md says how to prune them).
 
 The regression rule, robust to noisy shared machines: for each case and metric (time, host
 peak, device peak), take the case's values in the previous --window runs where it was
 measured (at least --min-runs of them): their median m and their MAD scaled to a standard
-deviation, s = 1.4826 * MAD. The newest value x is a regression when
-    x > m + k * max(s, 0.01 * m)   and   x > (1 + min_change) * m.
-A median and a MAD are not moved by one or two wild nights, so a noisy case has a wide band
-and a steady case a narrow one; the 1 % floor stops a perfectly flat history from flagging
-every tiny change, and --min-change stops a steady case from flagging a change too small to
-matter. Runs are ordered by the date in their context (then by file name).
+deviation, s = max(1.4826 * MAD, m * the case's median within-run cv) (a few nights' MAD can
+be near zero by chance; a case's own repetitions say how noisy it is). The value x of a run is
+a regression when
+    x > m + k * max(s, 0.01 * m)   and   x > (1 + min_change) * m,
+an improvement in the mirror case, and "cannot judge" when it moved by more than min_change
+but the history is too short (fewer than --min-runs values), the change is inside a noisy
+case's band (the band wider than the change), or the run started on a busy machine (1-minute
+load average above --max-load per core). When the newest run moved as a whole (the geometric
+mean of x / m beyond min_change, two thirds of the cases moved the same way), that is one
+finding, a machine change, and the cases are judged relative to it. Runs are ordered by the
+date in their context (then by file name).
 
-Exit status: 0; 1 when a history file could not be read (it is left out, one line on stderr);
-2 when none could, or Chart.js cannot be had.
+Exit status: 0 no regression in any machine's newest run; 1 regressions (or a run-wide shift)
+in a newest run: the alert (Markdown: what regressed, by how much, the commit range) is written
+to --alert (default DIR/alert.md), which is removed when there is none; 2 when a history file
+could not be read (the rest is built), no file could, or Chart.js cannot be had.
 """
 
 from __future__ import annotations
@@ -34,9 +53,11 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import defaultdict
 
 from . import stats
-from .results import load_many, Complaints
+from .results import Complaints, load_many
+from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, run_shift
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
 CHART_JS = os.path.join("node_modules", "chart.js", "dist", "chart.umd.js")
@@ -46,16 +67,25 @@ METRICS = [  # key in a point, label, unit, judged for regressions (bigger = wor
     ("host", "host peak", "MB", True),
     ("device", "device peak", "MB", True),
 ]
+RESULT_EXTENSIONS = (".json", ".json.gz", ".jsonl")
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="dashboard", description="Static dashboard from nightly layerbench results.")
+    frac = lambda name: (lambda t: finite_fraction(t, name))  # noqa: E731
     p.add_argument("--history", default="results/history", help="folder of results files, one per run")
     p.add_argument("--out", default="build/dashboard", help="output folder (default build/dashboard)")
-    p.add_argument("--window", type=int, default=10, help="previous runs a regression is judged against (default 10)")
+    p.add_argument("--window", type=int, default=10, help="previous runs a value is judged against (default 10)")
     p.add_argument("--min-runs", type=int, default=3, help="fewest previous values needed to judge (default 3)")
-    p.add_argument("--k", type=float, default=3.0, help="band half-width in robust standard deviations (default 3)")
-    p.add_argument("--min-change", type=float, default=0.05, help="smallest change that counts (default 0.05 = 5 %%)")
+    p.add_argument("--k", type=frac("--k"), default=3.0, help="band half-width in robust standard deviations")
+    p.add_argument("--min-change", type=frac("--min-change"), default=0.05,
+                   help="smallest change that counts (default 0.05 = 5 %%)")
+    p.add_argument("--max-load", type=frac("--max-load"), default=DEFAULT_MAX_LOAD_PER_CORE,
+                   help="busiest start (1-minute load average per core) at which a run is judged (default 1.0)")
+    p.add_argument("--keep-months", type=int, default=12, help="months of runs per machine on the site (default 12)")
+    p.add_argument("--repo-url", default=os.environ.get("LB_REPO_URL", ""),
+                   help="https://github.com/OWNER/REPO: links to the commits between runs (or LB_REPO_URL)")
+    p.add_argument("--alert", help="where the alert goes when a newest run regressed (default OUT/alert.md)")
     return p.parse_args(argv)
 
 
@@ -77,27 +107,62 @@ def chart_js(complain):
     return path
 
 
-def run_id(run):
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", run.name)
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
 
 
-def collect(runs):
-    """-> (runs as dicts, cases as dicts with one point per run that has the case)."""
+def history_files(folder):
+    out = []
+    for root, _dirs, files in os.walk(folder):
+        out += [os.path.join(root, f) for f in files if f.endswith(RESULT_EXTENSIONS)]
+    return sorted(out)
+
+
+def _month_index(date):
+    m = re.match(r"^(\d{4})-(\d{2})", date or "")
+    return int(m.group(1)) * 12 + int(m.group(2)) - 1 if m else None
+
+
+def retained(runs, keep_months):
+    """The runs within keep_months months of the newest (runs without a date are kept)."""
+    newest = max((_month_index(r.date) for r in runs if _month_index(r.date) is not None), default=None)
+    if newest is None:
+        return runs, 0
+    kept = [r for r in runs if _month_index(r.date) is None or newest - _month_index(r.date) < keep_months]
+    return kept, len(runs) - len(kept)
+
+
+def compare_url(repo, a, b):
+    """The commits between two runs' commits (a link), or "" when either is unknown."""
+    a, b = (c.replace("-dirty", "") for c in (a, b))
+    if not repo or not a or not b or a == b:
+        return ""
+    return f"{repo.rstrip('/')}/compare/{a}...{b}"
+
+
+def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
+    """One machine's runs -> (runs sorted, run rows, cases as dicts with one point per run)."""
     runs = sorted(runs, key=lambda r: (r.date, r.path))
     run_rows = []
     for i, r in enumerate(runs):
-        run_rows.append({"index": i, "id": run_id(r), "date": r.date, "host": r.host, "commit": r.commit,
-                         "cpu": r.cpu_model, "gpu": r.gpu_model, "file": os.path.basename(r.path),
-                         "href": f"runs/{run_id(r)}.html"})
+        prev = runs[i - 1].commit if i else ""
+        run_rows.append({"index": i, "id": slug(r.name), "date": r.date, "month": (r.date or "undated")[:7],
+                         "host": r.host, "machine": r.machine, "commit": r.commit, "prev_commit": prev,
+                         "commits_url": compare_url(repo, prev, r.commit), "cpu": r.cpu_model, "gpu": r.gpu_model,
+                         "file": os.path.basename(r.path), "busy": r.busy(max_load),
+                         "href": f"runs/{slug(r.machine)}/{slug(r.name)}.html"})
     cases = {}
     for i, r in enumerate(runs):
         for key, c in r.cases.items():
             d = cases.setdefault(key, {"name": c.label, "kernel": c.kernel, "op": c.op, "backend": c.backend,
-                                       "dtype": c.dtype, "device": c.device, "type": c.type, "problem": c.problem,
-                                       "points": []})
+                                       "dtype": c.dtype, "device": c.device, "type": c.type, "threads": c.threads,
+                                       "problem": c.problem, "points": []})
+            ts = c.times_us() if c.ok else []
             d["points"].append({
                 "run": i, "status": c.status,
                 "time": c.time_us if c.ok else None,
+                "time_lo": min(ts) if ts else None, "time_hi": max(ts) if ts else None,
+                "cv": c.cv if c.ok else None,
                 "gflops": c.gflops if c.ok else None,
                 "host": c.host_peak / 1e6 if c.ok and c.host_peak is not None else None,
                 "device": c.device_peak / 1e6 if c.ok and c.device_peak is not None else None,
@@ -105,11 +170,46 @@ def collect(runs):
     ordered = sorted(cases.values(), key=lambda d: (d["op"], d["backend"], d["dtype"], d["name"]))
     for n, d in enumerate(ordered):
         d["id"] = n
+        d["measured"] = any(p["time"] is not None for p in d["points"])
     return runs, run_rows, ordered
 
 
-def judge(cases, last_run, window, min_runs, k, min_change):
-    """The regression rule (module docstring) on the newest run."""
+def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None):
+    """One value against its history -> (verdict, details). verdict: "regression", "improvement",
+    "cannot judge" (details["why"] says why) or "" (within the band or too small to count).
+    `cv`, the case's typical coefficient of variation within a run, is a floor under the
+    spread: the MAD of a few nights can be near zero by chance while the case itself is noisy."""
+    d = {"runs": len(prev)}
+    if len(prev) < min_runs:
+        d["why"] = f"history too short ({len(prev)} of {min_runs} runs)"
+        return ("cannot judge", d) if prev and abs(x / stats.median(prev) - 1) > min_change else ("", d)
+    m = stats.median(prev) * shift
+    s = max(stats.mad(prev) * shift, m * (cv or 0.0))
+    half = k * max(s, 0.01 * m)
+    d.update(median=m, mad=s, limit=max(m + half, (1 + min_change) * m), low=min(m - half, (1 - min_change) * m))
+    if m <= 0:
+        return "", d
+    if x > d["limit"]:
+        return "regression", d
+    if x < d["low"]:
+        return "improvement", d
+    if abs(x / m - 1) > min_change:
+        d["why"] = f"noisy: inside the band (±{half / m:.0%} of the median)"
+        return "cannot judge", d
+    return "", d
+
+
+def _history(pts, run, key, window):
+    return [pts[r][key] for r in sorted(pts) if r < run and pts[r].get(key) is not None][-window:]
+
+
+def _typical_cv(pts, run, window):
+    """The median within-run cv of the case's time over the runs up to this one."""
+    return stats.median(_history(pts, run + 1, "cv", window + 1))
+
+
+def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", verdicts=("regression",)):
+    """The rule (module docstring) on one run -> the findings with the verdicts asked for."""
     out = []
     for d in cases:
         pts = {p["run"]: p for p in d["points"]}
@@ -119,18 +219,73 @@ def judge(cases, last_run, window, min_runs, k, min_change):
         for key, label, unit, judged in METRICS:
             if not judged or now.get(key) is None:
                 continue
-            prev = [pts[r][key] for r in sorted(pts) if r < last_run and pts[r].get(key) is not None][-window:]
-            if len(prev) < min_runs:
+            prev = _history(pts, last_run, key, window)
+            verdict, det = judge_value(prev, now[key], k, min_change, min_runs, shift if key == "time" else 1.0,
+                                       _typical_cv(pts, last_run, window) if key == "time" else None)
+            if busy and key == "time" and verdict in ("regression", "improvement", "cannot judge"):
+                verdict, det["why"] = "cannot judge", f"busy machine: {busy}"
+            if verdict not in verdicts:
                 continue
-            m = stats.median(prev)
-            s = stats.mad(prev)
-            limit = max(m + k * max(s, 0.01 * m), (1 + min_change) * m)
-            x = now[key]
-            if m > 0 and x > limit:
-                out.append({"case": d["id"], "name": d["name"], "metric": label, "unit": unit, "value": x,
-                            "median": m, "mad": s, "limit": limit, "ratio": x / m, "runs": len(prev),
-                            "run": last_run})
-    out.sort(key=lambda r: -r["ratio"])
+            m = det.get("median")
+            out.append({"case": d["id"], "name": d["name"], "metric": label, "unit": unit, "value": now[key],
+                        "median": m, "mad": det.get("mad"), "limit": det.get("limit"),
+                        "ratio": now[key] / m if m else None, "runs": det["runs"], "run": last_run,
+                        "verdict": verdict, "why": det.get("why", "")})
+    out.sort(key=lambda r: -(r["ratio"] or 0))
+    return out
+
+
+def bands(cases, n_runs, window, min_runs, k, min_change):
+    """Per case and run: the time band the run was judged against and whether it was flagged
+    (drawn on the cards: the band shaded, flagged points marked)."""
+    for d in cases:
+        pts = {p["run"]: p for p in d["points"]}
+        for r, p in pts.items():
+            if p.get("time") is None:
+                continue
+            prev = _history(pts, r, "time", window)
+            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, cv=_typical_cv(pts, r, window))
+            p["band"] = [det["low"], det["limit"]] if "limit" in det else None
+            p["flag"] = verdict if verdict in ("regression", "improvement") else ""
+
+
+def newest_shift(cases, last_run, window, min_runs, min_change):
+    ratios = []
+    for d in cases:
+        pts = {p["run"]: p for p in d["points"]}
+        now = pts.get(last_run)
+        if now is None or now.get("time") is None:
+            continue
+        prev = _history(pts, last_run, "time", window)
+        if len(prev) >= min_runs and stats.median(prev):
+            ratios.append(now["time"] / stats.median(prev))
+    return run_shift(ratios, min_change)
+
+
+def overview(cases, n_runs, window, findings):
+    """Per (layer type, backend): per run, the geometric mean of time ÷ the case's baseline (the
+    median of the --window runs before the newest), and the newest run's counts."""
+    last = n_runs - 1
+    groups = defaultdict(list)
+    for d in cases:
+        if d["measured"]:
+            groups[(d["type"], d["backend"])].append(d)
+    out = []
+    for (typ, backend), ds in sorted(groups.items()):
+        series = []
+        for r in range(n_runs):
+            ratios = []
+            for d in ds:
+                pts = {p["run"]: p for p in d["points"]}
+                base = [pts[i]["time"] for i in sorted(pts) if i < last and pts[i].get("time") is not None][-window:]
+                if base and pts.get(r) and pts[r].get("time") is not None:
+                    ratios.append(pts[r]["time"] / stats.median(base))
+            series.append(stats.geomean(ratios))
+        ids = {d["id"] for d in ds}
+        count = lambda v: sum(1 for f in findings if f["case"] in ids and f["verdict"] == v)  # noqa: E731
+        out.append({"type": typ, "backend": backend, "cases": len(ds), "ratio": series[-1] if series else None,
+                    "series": series, "regressions": count("regression"), "improvements": count("improvement"),
+                    "unjudged": count("cannot judge")})
     return out
 
 
@@ -142,13 +297,15 @@ def _fmt(v, unit):
 
 def run_page(run, row, cases, all_runs):
     e = html.escape
-    ctx_keys = ["date", "layerbench_host", "host_name", "layerbench_cpu_model", "layerbench_cpu_isa",
-                "layerbench_gpu_model", "layerbench_gpu_driver", "layerbench_cuda_version", "layerbench_git_commit",
-                "layerbench_build", "layerbench_compiler", "num_cpus"]
+    ctx_keys = ["date", "layerbench_machine", "layerbench_machine_id", "host_name", "layerbench_cpu_model",
+                "layerbench_cpu_microcode", "layerbench_kernel", "layerbench_governor", "layerbench_turbo",
+                "layerbench_smt", "layerbench_cpu_isa", "layerbench_gpu_model", "layerbench_gpu_driver",
+                "layerbench_cuda_version", "layerbench_git_commit", "layerbench_build", "layerbench_compiler",
+                "num_cpus", "load_avg", "layerbench_format_version"]
     ctx_rows = "".join(f"<tr><th>{e(k)}</th><td>{e(str(run.context[k]))}</td></tr>"
                        for k in ctx_keys if k in run.context)
-    peaks = "".join(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in sorted(run.context.items())
-                    if k.startswith("layerbench_peak_"))
+    peaks = "".join(f"<tr><th>{e(p.kind)}{' ×' + str(p.threads) if p.threads else ''} ({e(p.device)})</th>"
+                    f"<td>{p.per_second / 1e9:,.1f} G{e(p.unit)} — {e(p.how)}</td></tr>" for p in run.peaks())
     body = []
     for d in cases:
         p = next((p for p in d["points"] if p["run"] == row["index"]), None)
@@ -161,14 +318,17 @@ def run_page(run, row, cases, all_runs):
     idx = row["index"]
     prev = f"<a href=\"{e(all_runs[idx - 1]['id'])}.html\">← previous run</a>" if idx > 0 else ""
     nxt = f"<a href=\"{e(all_runs[idx + 1]['id'])}.html\">next run →</a>" if idx + 1 < len(all_runs) else ""
+    commits = (f"<p>Commits since the previous run: <a class=\"commits\" href=\"{e(row['commits_url'])}\">"
+               f"{e(row['prev_commit'])}…{e(row['commit'])}</a></p>" if row["commits_url"] else "")
+    busy = f"<p class=\"busy\">Busy at the start: {e(row['busy'])} — its times are not judged.</p>" if row["busy"] else ""
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>layerbench run {e(row['id'])}</title>
-<link rel="stylesheet" href="../style.css"></head>
+<link rel="stylesheet" href="../../style.css"></head>
 <body>
-<header><h1>layerbench run <code>{e(row['id'])}</code></h1>
-<nav><a href="../index.html">← dashboard</a> {prev} {nxt}</nav></header>
+<header><h1>layerbench run <code>{e(row['id'])}</code> on {e(row['machine'])}</h1>
+<nav><a href="../../index.html">← dashboard</a> {prev} {nxt}</nav></header>
 <main>
-<section><h2>Machine and build</h2><table class="kv">{ctx_rows}</table>
+<section><h2>Machine and build</h2>{commits}{busy}<table class="kv">{ctx_rows}</table>
 <h3>Measured peaks</h3><table class="kv">{peaks or '<tr><td>none recorded</td></tr>'}</table>
 <p>From <code>{e(row['file'])}</code>.</p></section>
 <section><h2>Cases ({len(body)})</h2>
@@ -180,16 +340,87 @@ def run_page(run, row, cases, all_runs):
 """
 
 
+def _write_js(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def build_machine(name, runs, out, args):
+    """One machine's part of the site -> its index entry (runs, cases without points, verdicts)."""
+    runs, run_rows, cases = collect(runs, args.repo_url, args.max_load)
+    last = len(runs) - 1
+    rule = dict(window=args.window, min_runs=args.min_runs, k=args.k, min_change=args.min_change)
+    busy = run_rows[last]["busy"]
+    shift = None if busy else newest_shift(cases, last, args.window, args.min_runs, args.min_change)
+    findings = judge(cases, last, **rule, shift=shift[0] if shift else 1.0, busy=busy,
+                     verdicts=("regression", "improvement", "cannot judge"))
+    bands(cases, len(runs), **rule)
+    months = sorted({r["month"] for r in run_rows})
+    for month in months:
+        in_month = {r["index"] for r in run_rows if r["month"] == month}
+        part = [{"id": d["id"], "points": [p for p in d["points"] if p["run"] in in_month]} for d in cases]
+        _write_js(os.path.join(out, "data", slug(name), month + ".js"),
+                  "// Written by scripts/dashboard: one machine's cases in one month.\n"
+                  f"window.LB_LOADED({json.dumps(name)}, {json.dumps(month)}, "
+                  + json.dumps([c for c in part if c["points"]], separators=(",", ":")) + ");\n")
+    for run, row in zip(runs, run_rows):
+        _write_js(os.path.join(out, row["href"]), run_page(run, row, cases, run_rows))
+    meta = [{k: v for k, v in d.items() if k != "points"} for d in cases]
+    never = [d for d in meta if not d["measured"]]
+    return {"name": name, "runs": run_rows, "months": months, "cases": [d for d in meta if d["measured"]],
+            "never_measured": len(never), "findings": findings, "busy": busy,
+            "shift": {"factor": shift[0], "moved": shift[1], "of": shift[2]} if shift else None,
+            "overview": overview(cases, len(runs), args.window, findings)}
+
+
+def alert_text(machines, repo):
+    lines = ["# layerbench nightly: regressions", ""]
+    for m in machines:
+        regs = [f for f in m["findings"] if f["verdict"] == "regression"]
+        if not regs and not m["shift"]:
+            continue
+        runs = m["runs"]
+        new = runs[-1]
+        prev = runs[-2] if len(runs) > 1 else None
+        rng = f"{prev['commit'] or '?'}..{new['commit'] or '?'}" if prev else (new["commit"] or "?")
+        lines += [f"## {m['name']}: run {new['id']} ({new['date']})", "",
+                  f"Commit range: `{rng}`" + (f" — {new['commits_url']}" if new["commits_url"] else ""), ""]
+        if m["shift"]:
+            s = m["shift"]
+            lines += [f"**Run-wide shift**: every case ×{s['factor']:.3f} ({s['moved']} of {s['of']} cases moved the "
+                      "same way) — a machine change (clock, governor, microcode, a busy neighbour) or a change that "
+                      "slows everything; the cases below are judged relative to it.", ""]
+        if regs:
+            lines += ["| case | metric | newest | median before | newest ÷ median | limit | runs |",
+                      "|---|---|---:|---:|---:|---:|---:|"]
+            for f in regs:
+                lines.append(f"| {f['name']} | {f['metric']} | {_fmt(f['value'], f['unit'])} | "
+                             f"{_fmt(f['median'], f['unit'])} | {f['ratio']:.3f} ({(f['ratio'] - 1):+.1%}) | "
+                             f"{_fmt(f['limit'], f['unit'])} | {f['runs']} |")
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
 def build(runs, out, args, chart_path):
-    runs, run_rows, cases = collect(runs)
-    regressions = judge(cases, len(runs) - 1, args.window, args.min_runs, args.k, args.min_change) if runs else []
-    os.makedirs(os.path.join(out, "runs"), exist_ok=True)
-    rule = {"window": args.window, "min_runs": args.min_runs, "k": args.k, "min_change": args.min_change}
-    data = {"runs": run_rows, "cases": cases, "regressions": regressions, "rule": rule,
-            "metrics": [{"key": k, "label": l, "unit": u} for k, l, u, _ in METRICS]}
-    with open(os.path.join(out, "data.js"), "w", encoding="utf-8") as f:
-        f.write("// Written by scripts/dashboard: every run and case of the history.\n")
-        f.write("window.LB_DATA = " + json.dumps(data, separators=(",", ":")) + ";\n")
+    by_machine = defaultdict(list)
+    for r in runs:
+        by_machine[r.machine].append(r)
+    if os.path.isdir(os.path.join(out, "data")):
+        shutil.rmtree(os.path.join(out, "data"))  # a month or machine that left the history leaves the site
+    machines, dropped = [], 0
+    for name in sorted(by_machine):
+        kept, n = retained(by_machine[name], args.keep_months)
+        dropped += n
+        machines.append(build_machine(name, kept, out, args))
+    machines.sort(key=lambda m: (-len(m["runs"]), m["name"]))  # the longest history first
+    rule = {"window": args.window, "min_runs": args.min_runs, "k": args.k, "min_change": args.min_change,
+            "max_load": args.max_load, "keep_months": args.keep_months}
+    index = {"machines": machines, "rule": rule, "repo": args.repo_url, "dropped": dropped,
+             "metrics": [{"key": k, "label": l, "unit": u} for k, l, u, _ in METRICS]}
+    _write_js(os.path.join(out, "data", "index.js"),
+              "// Written by scripts/dashboard: machines, runs, verdicts; cases' points are per month.\n"
+              "window.LB_INDEX = " + json.dumps(index, separators=(",", ":")) + ";\n")
     with open(os.path.join(SITE_SRC, "index.html"), encoding="utf-8") as f:
         page = f.read()
     for k, v in rule.items():
@@ -200,10 +431,7 @@ def build(runs, out, args, chart_path):
     for name in ("app.js", "style.css"):
         shutil.copyfile(os.path.join(SITE_SRC, name), os.path.join(out, name))
     shutil.copyfile(chart_path, os.path.join(out, "chart.umd.js"))
-    for run, row in zip(runs, run_rows):
-        with open(os.path.join(out, "runs", row["id"] + ".html"), "w", encoding="utf-8") as f:
-            f.write(run_page(run, row, cases, run_rows))
-    return run_rows, cases, regressions
+    return machines, dropped
 
 
 def main(argv=None):
@@ -215,16 +443,32 @@ def main(argv=None):
         print(f"dashboard: {args.history}: no such folder (one results JSON per nightly run goes there)",
               file=sys.stderr)
         return 2
-    files = sorted(os.path.join(args.history, f) for f in os.listdir(args.history)
-                   if f.endswith(".json") or f.endswith(".jsonl"))
-    runs = load_many(files, complain)
+    runs = load_many(history_files(args.history), complain)
     if not runs:
         print(f"dashboard: no results file could be read in {args.history}", file=sys.stderr)
         return 2
     chart_path = chart_js(complain)
     if chart_path is None:
         return 2
-    run_rows, cases, regressions = build(runs, args.out, args, chart_path)
-    print(f"dashboard: {len(run_rows)} runs, {len(cases)} cases, {len(regressions)} regressions in the newest run "
-          f"-> {os.path.join(args.out, 'index.html')}")
-    return 1 if problems else 0
+    machines, dropped = build(runs, args.out, args, chart_path)
+    alert = args.alert or os.path.join(args.out, "alert.md")
+    flagged = [m for m in machines if m["shift"] or any(f["verdict"] == "regression" for f in m["findings"])]
+    for m in machines:
+        count = lambda v: sum(1 for f in m["findings"] if f["verdict"] == v)  # noqa: E731
+        judged = "cannot judge its times: busy machine" if m["busy"] else (
+            f"{count('regression')} regressions, {count('improvement')} improvements, "
+            f"{count('cannot judge')} cannot judge")
+        print(f"dashboard: {m['name']}: {len(m['runs'])} runs, {len(m['cases'])} cases; newest run "
+              f"{m['runs'][-1]['id']}: {judged}" + (f"; run-wide shift ×{m['shift']['factor']:.3f}" if m["shift"] else ""))
+    if dropped:
+        print(f"dashboard: {dropped} runs older than {args.keep_months} months before their machine's newest are "
+              "left out (retention)")
+    print(f"dashboard: {len(machines)} machines -> {os.path.join(args.out, 'index.html')}")
+    if flagged:
+        with open(alert, "w", encoding="utf-8") as f:
+            f.write(alert_text(flagged, args.repo_url))
+        print(f"dashboard: regressions: alert written to {alert}", file=sys.stderr)
+        return 1
+    if os.path.exists(alert):
+        os.remove(alert)
+    return 2 if problems else 0

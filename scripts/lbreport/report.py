@@ -46,13 +46,20 @@ def parse_args(argv):
 
 
 def sources_table(runs):
-    t = Table([("file", "file"), ("date", "date"), ("host", "host"), ("CPU", "cpu_model"), ("GPU", "gpu_model"),
-               ("commit", "commit"), ("cases", "cases"), ("statuses", "statuses")], right=[False] * 6 + [True, False])
+    """One row per file. "unknown" is a plain Google Benchmark file's status: measured, but
+    nothing in the file says the case was verified."""
+    t = Table([("file", "file"), ("date", "date"), ("machine", "machine"), ("host", "host"), ("CPU", "cpu_model"),
+               ("GPU", "gpu_model"), ("commit", "commit"), ("cases", "cases"), ("statuses", "statuses")],
+              right=[False] * 7 + [True, False])
     for r in runs:
         st = Counter(c.status for c in r.cases.values())
         sts = ", ".join(f"{n} {s}" for s, n in sorted(st.items()))
-        t.add([os.path.basename(r.path), r.date, r.host, r.cpu_model or "—", r.gpu_model or "—", r.commit or "—",
-               len(r.cases), sts], [r.path, r.date, r.host, r.cpu_model, r.gpu_model, r.commit, len(r.cases), sts])
+        nan = sum(c.nan_reps for c in r.cases.values())
+        if nan:
+            sts += f"; {nan} NaN repetitions left out"
+        t.add([os.path.basename(r.path), r.date, r.machine, r.host, r.cpu_model or "—", r.gpu_model or "—",
+               r.commit or "—", len(r.cases), sts],
+              [r.path, r.date, r.machine, r.host, r.cpu_model, r.gpu_model, r.commit, len(r.cases), sts])
     return t
 
 
@@ -236,7 +243,7 @@ def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()
         fits_dev = claims.memory_fits(cases, "device")
         md += ["## Plots", ""]
         for what, need, f in (
-                ("throughput vs batch", "f32 cases at ≥ 2 batch sizes", lambda: P.throughput_vs_batch(cases, out_dir)),
+                ("throughput vs batch", "f32 layers of a bundled network at ≥ 2 batch sizes (and `layerbench analyze`)", lambda: P.throughput_vs_batch(cases, out_dir, analyzer)),
                 ("peak memory vs batch", "cases at ≥ 2 batch sizes",
                  lambda: P.memory_vs_batch(fits_host, fits_dev, out_dir)),
                 ("roofline", "measured cases with FLOP/s and bytes/s", lambda: P.roofline(runs, cases, out_dir)),

@@ -6,10 +6,20 @@ A file that cannot be read is one `LoadError` whose message names the file and w
 callers report it and go on with the other files. Nothing here knows a list of kernels,
 backends or dtypes: identity comes from each run object's lb_* fields (or, for plain Google
 Benchmark output, from its name `<kernel id>/<dtype>/<problem>/threads:N`).
+
+Two shapes of layerbench file are read (docs/results-format.md): format 2
+(`layerbench_format_version` "2" in the context) keeps only measured cases in "benchmarks" and
+lists the others (unsupported, out of memory, failed, not run) in a top-level
+"layerbench_not_measured"; older files put those in "benchmarks" as error entries with time 0.
+A file may be gzipped (`.json.gz`, as nightly history is kept). Every run belongs to a machine:
+`layerbench_machine` where the file has it, else host name + a short hash of the CPU model and
+core count (so two hosts both called `vm` stay apart).
 """
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import math
 import os
@@ -20,7 +30,10 @@ from dataclasses import dataclass, field
 
 GPU_BACKENDS = ("cuda", "cublas", "cudnn")  # only for files without lb_device (plain GB output)
 TIME_UNITS_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
-ERROR_STATUSES = ("failed", "unsupported", "out_of_memory")
+ERROR_STATUSES = ("failed", "unsupported", "out_of_memory", "not_run")
+# A plain Google Benchmark file says nothing of verification: its cases are "unknown", measured
+# but not known to be right (never "passed").
+MEASURED_STATUSES = ("passed", "mistrusted", "unknown")
 
 
 class LoadError(Exception):
@@ -88,6 +101,9 @@ class Case:
     noisy: bool = False
     cv: float | None = None
     reps: list[dict] = field(default_factory=list)  # successful iteration rows
+    machine_name: str = ""  # the run's machine (Run.machine)
+    nan_reps: int = 0  # repetitions whose time is NaN or missing: counted, left out of medians
+    repro: str = ""
     aggregates: dict[str, dict] = field(default_factory=dict)  # aggregate_name -> row
     error_message: str = ""
 
@@ -103,8 +119,8 @@ class Case:
 
     @property
     def ok(self) -> bool:
-        """Measured: passed or mistrusted, with a time."""
-        return self.status in ("passed", "mistrusted") and self.time_us is not None
+        """Measured: passed, mistrusted or (foreign file) unknown, with a time."""
+        return self.status in MEASURED_STATUSES and self.time_us is not None
 
     @property
     def error(self) -> bool:
@@ -217,7 +233,7 @@ class Run:
     @property
     def name(self) -> str:
         base = os.path.basename(self.path)
-        for ext in (".jsonl", ".json"):
+        for ext in (".jsonl", ".json.gz", ".json"):
             if base.endswith(ext):
                 return base[: -len(ext)]
         return base
@@ -244,7 +260,43 @@ class Run:
     def commit(self) -> str:
         return str(self.context.get("layerbench_git_commit", ""))
 
+    @property
+    def format_version(self) -> int:
+        """2 from the format that lists unmeasured cases beside "benchmarks"; 1 before it."""
+        return _int(self.context.get("layerbench_format_version"), 1) or 1
+
+    @property
+    def machine(self) -> str:
+        return machine_of(self.context)
+
+    @property
+    def machine_id(self) -> str:
+        return str(self.context.get("layerbench_machine_id") or machine_of(self.context))
+
+    @property
+    def load_avg(self) -> float | None:
+        """The 1-minute load average when the run started (Google Benchmark's context)."""
+        la = self.context.get("load_avg")
+        return _number(la[0]) if isinstance(la, list) and la else None
+
+    @property
+    def num_cpus(self) -> int | None:
+        return _int(self.context.get("num_cpus"))
+
+    def busy(self, max_load_per_core: float = 0.5) -> str:
+        """Why the machine was busy at the start ("" when it was not): other work running while
+        a benchmark starts moves its numbers more than any kernel change."""
+        la, n = self.load_avg, self.num_cpus
+        if la is None or not n:
+            return ""
+        if la > max_load_per_core * n:
+            return f"load average {la:.2f} at the start on {n} cores (more than {max_load_per_core:g} per core)"
+        return ""
+
     def peaks(self) -> list[Peak]:
+        structured = _structured_peaks(self.context.get("layerbench_peaks"))
+        if structured is not None:
+            return structured
         out = []
         for k, v in self.context.items():
             if not k.startswith("layerbench_peak_") or k == "layerbench_peaks_cache":
@@ -262,6 +314,44 @@ class Run:
                 else:
                     out.append(Peak("cpu", rest, None, *parsed))
         return out
+
+
+def _structured_peaks(text) -> list[Peak] | None:
+    """Format 2's `layerbench_peaks`: a JSON string (or list) of {"dtype", "engine", "threads",
+    "device", "ops_per_second", "method"}. None when absent or unreadable (then the prose keys)."""
+    if text is None:
+        return None
+    try:
+        items = json.loads(text) if isinstance(text, str) else text
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(items, list):
+        return None
+    out = []
+    for it in items:
+        if not isinstance(it, dict) or _number(it.get("ops_per_second")) is None:
+            continue
+        dtype, engine = str(it.get("dtype", "")), str(it.get("engine", ""))
+        unit = str(it.get("unit") or ("B/s" if "copy" in engine else "OP/s" if dtype == "i8" else "FLOP/s"))
+        kind = str(it.get("kind") or f"{dtype}_{engine}".strip("_"))
+        out.append(Peak(str(it.get("device", "cpu")), kind, _int(it.get("threads")), _number(it["ops_per_second"]),
+                        unit, str(it.get("method", ""))))
+    return out
+
+
+def short_hash(text: str, n: int = 6) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:n]
+
+
+def machine_of(context: dict) -> str:
+    """The machine a run's context names; for files from before `layerbench_machine`, the host
+    name and a short hash of the CPU model and core count (host names alone repeat: `vm`)."""
+    m = context.get("layerbench_machine")
+    if isinstance(m, str) and m:
+        return m
+    host = str(context.get("host_name") or context.get("layerbench_host") or "host")
+    cpu = str(context.get("layerbench_cpu_model", ""))
+    return f"{host}-{short_hash(cpu + '/' + str(context.get('num_cpus', '')))}"
 
 
 def _identity_from_name(name: str) -> dict:
@@ -303,6 +393,8 @@ def _status_of(row: dict) -> str:
     s = row.get("lb_status")
     if isinstance(s, str) and s:
         return s
+    if not row.get("error_occurred") and not any(k.startswith("lb_") for k in row):
+        return "unknown"  # plain Google Benchmark: measured, nothing says it was verified
     if row.get("error_occurred"):
         msg = str(row.get("error_message", ""))
         for st in ("unsupported", "out of memory", "failed"):
@@ -359,17 +451,47 @@ def build_cases(path: str, rows: list[dict]) -> dict[tuple, Case]:
             continue
         if row.get("run_type") == "aggregate":
             c.aggregates[str(row.get("aggregate_name", ""))] = row
+        elif _number(row.get("real_time")) is None:
+            c.nan_reps += 1  # NaN (or null) time: counted and reported, not silently dropped
         else:
             c.reps.append(row)
     for c in cases.values():
         if c.cv is None:
             ts = c.times_us()
             if len(ts) > 1 and statistics.mean(ts) > 0:
-                c.cv = statistics.pstdev(ts) / statistics.mean(ts)
-        if c.status in ("passed", "mistrusted") and c.time_us is None:
+                # Google Benchmark's cv aggregate: the sample standard deviation over the mean.
+                c.cv = statistics.stdev(ts) / statistics.mean(ts)
+        if c.status in MEASURED_STATUSES and c.time_us is None:
             c.status = "failed"
             c.reason = c.reason or "no timed repetition in the file"
     return cases
+
+
+def not_measured_cases(path: str, items) -> dict[tuple, Case]:
+    """Format 2's "layerbench_not_measured": {"name", "kernel", "problem", "status", "reason",
+    "repro"} per case that has no time (unsupported, out of memory, failed, not run)."""
+    out: dict[tuple, Case] = {}
+    if not isinstance(items, list):
+        return out
+    for it in items:
+        if not isinstance(it, dict) or not it.get("name"):
+            continue
+        name = _case_name(it)  # lb_case, else the name without Google Benchmark's /manual_time
+        ident = _identity_from_name(name)
+        problem = str(it.get("problem", ""))
+        op, keys = parse_problem(problem)
+        kernel = str(it.get("kernel") or ident.get("lb_kernel", ""))
+        pieces = kernel.split(".")
+        c = Case(source=path, name=name, kernel=kernel, backend=pieces[1] if len(pieces) > 1 else "",
+                 device=str(ident.get("lb_device", "")), op=op or ident.get("lb_op", ""),
+                 type=_type_of(op, keys), dtype=keys.get("dt", ident.get("lb_dtype", "")),
+                 relu=keys.get("relu", ""), problem=problem, layer=keys.get("name", ""),
+                 threads=ident.get("lb_threads", 1) or 1, status=str(it.get("status") or "failed"),
+                 reason=str(it.get("reason", "")), repro=str(it.get("repro", "")))
+        c.cache = "cold" if "-cold" in name else "hot"
+        c.blocking_sync = 1 if "sync_blocking" in name else None
+        out.setdefault(c.key, c)
+    return out
 
 
 def _describe_json_error(text: str, e: json.JSONDecodeError) -> str:
@@ -389,8 +511,14 @@ def _check_rows(rows, where: str) -> None:
 def load(path: str) -> Run:
     """Reads one results file (.json or .jsonl). Raises LoadError (one line) when it cannot."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                text = f.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (EOFError, gzip.BadGzipFile) as e:
+        raise LoadError(f"{path}: not a complete gzip file ({e})") from None
     except OSError as e:
         raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
@@ -432,7 +560,17 @@ def load(path: str) -> Run:
         context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
         rows = doc["benchmarks"]
         _check_rows(rows, path)
-    run = Run(path=path, context=context, cases=build_cases(path, rows), warnings=warnings, rows=len(rows))
+    cases = build_cases(path, rows)
+    if not path.endswith(".jsonl"):
+        for k, c in not_measured_cases(path, doc.get("layerbench_not_measured")).items():
+            cases.setdefault(k, c)
+    nan = [c for c in cases.values() if c.nan_reps]
+    if nan:
+        warnings.append(f"{path}: {sum(c.nan_reps for c in nan)} repetitions of {len(nan)} cases have no finite time "
+                        f"(NaN); they are counted here and left out of the medians (first: {nan[0].name})")
+    run = Run(path=path, context=context, cases=cases, warnings=warnings, rows=len(rows))
+    for c in cases.values():
+        c.machine_name = run.machine
     return run
 
 

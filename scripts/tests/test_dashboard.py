@@ -2,6 +2,9 @@
 """scripts/dashboard without a browser: the site's files, the data it embeds, the run pages,
 and the regression rule on made-up series (the browser test checks the page itself)."""
 
+import datetime
+import glob
+import gzip
 import json
 import os
 import shutil
@@ -10,6 +13,7 @@ import unittest
 from helpers import TempDir, fixture, script
 
 from lbreport import dashboard
+from lbreport.results import load
 
 HISTORY = fixture("history")
 
@@ -20,50 +24,87 @@ def read(path):
 
 
 def data_of(site):
-    with open(os.path.join(site, "data.js"), encoding="utf-8") as f:
+    with open(os.path.join(site, "data", "index.js"), encoding="utf-8") as f:
         text = f.read()
     return json.loads(text[text.index("=") + 1:].strip().rstrip(";"))
+
+
+def month_of(site, machine, month):
+    with open(os.path.join(site, "data", machine, month + ".js"), encoding="utf-8") as f:
+        text = f.read()
+    return json.loads(text[text.index(", [") + 2:].strip().rstrip(");"))
+
+
+ZEN = "zen5-vm"
+PLANTED = "dense.onednn.default/f32/fc-mb1/threads:1"
+PLANTED_MEMORY = "lstm.onednn.default/bf16/lstm-mb1/threads:1"
+NOISY = "conv2d.eigen.im2col/f32/pw8-mb1/threads:1"
 
 
 class Site(unittest.TestCase):
     def test_build(self):
         with TempDir() as tmp:
-            p = script("dashboard", "--history", HISTORY, "--out", tmp)
-            self.assertEqual(p.returncode, 0, p.stderr)
-            self.assertIn("8 runs, 7 cases, 2 regressions", p.stdout)
-            for f in ("index.html", "app.js", "style.css", "chart.umd.js", "data.js"):
+            p = script("dashboard", "--history", HISTORY, "--out", tmp, "--repo-url", "https://example.org/lb")
+            self.assertEqual(p.returncode, 1, p.stderr)  # regressions: exit 1 and an alert
+            self.assertIn("zen5-vm: 8 runs, 8 cases; newest run", p.stdout)
+            self.assertIn("2 regressions, 1 improvements, 1 cannot judge", p.stdout)
+            self.assertIn("1 runs older than 12 months", p.stdout)
+            for f in ("index.html", "app.js", "style.css", "chart.umd.js", "data/index.js", "alert.md"):
                 self.assertTrue(os.path.getsize(os.path.join(tmp, f)) > 0, f)
             page = read(os.path.join(tmp, "index.html"))
             self.assertNotIn("{{", page)
             self.assertIn("x &gt; m + 3.0 × max(s, 1 % of m)", page)
             d = data_of(tmp)
-            self.assertEqual([r["date"][:10] for r in d["runs"]], [f"2026-11-0{i}" for i in range(1, 9)])
-            regs = {(r["name"], r["metric"]) for r in d["regressions"]}
-            self.assertEqual(regs, {("dense.onednn.default/f32/fc-mb1/threads:1", "time"),
-                                    ("lstm.onednn.default/bf16/lstm-mb1/threads:1", "host peak")})
+            # Two machines, both hosts called `vm`: never merged.
+            names = [m["name"] for m in d["machines"]]
+            self.assertEqual(names[0], ZEN)
+            self.assertEqual(len(names), 2)
+            self.assertTrue(names[1].startswith("vm-"), names)
+            zen = d["machines"][0]
+            self.assertEqual([r["date"][:10] for r in zen["runs"]],
+                             ["2026-10-30", "2026-10-31"] + [f"2026-11-0{i}" for i in range(1, 7)])
+            self.assertEqual(zen["months"], ["2026-10", "2026-11"])
+            regs = {(f["name"], f["metric"]) for f in zen["findings"] if f["verdict"] == "regression"}
+            self.assertEqual(regs, {(PLANTED, "time"), (PLANTED_MEMORY, "host peak")})
+            noisy = [f for f in zen["findings"] if f["name"] == NOISY]
+            self.assertEqual([f["verdict"] for f in noisy], ["cannot judge"])
+            self.assertIn("noisy", noisy[0]["why"])
+            self.assertEqual(zen["never_measured"], 1)
+            self.assertNotIn("conv2d.eigen.im2col/f32/dw8-mb1/threads:1", [c["name"] for c in zen["cases"]])
             # The failed night is a gap with its reason, not a number.
-            conv1 = next(c for c in d["cases"] if c["name"] == "conv2d.onednn.default/f32/conv1-mb1/threads:1")
-            night4 = next(p for p in conv1["points"] if p["run"] == 3)
+            conv1 = next(c for c in zen["cases"] if c["name"] == "conv2d.onednn.default/f32/conv1-mb1/threads:1")
+            nov = {c["id"]: c for c in month_of(tmp, ZEN, "2026-11")}
+            night4 = next(p for p in nov[conv1["id"]]["points"] if p["run"] == 3)
             self.assertEqual((night4["status"], night4["time"]), ("failed", None))
             self.assertIn("synthetic failure", night4["reason"])
-            # Every point's run has a page, with the case's row as its anchor.
-            for run in d["runs"]:
-                path = os.path.join(tmp, run["href"])
-                html = read(path)
+            # The planted point is flagged and has its band.
+            fc = next(c for c in zen["cases"] if c["name"] == PLANTED)
+            last = nov[fc["id"]]["points"][-1]
+            self.assertEqual(last["flag"], "regression")
+            self.assertLess(last["band"][1], last["time"])
+            # Every run has a page, with the case's row and the link to the commits since the run before.
+            for run in zen["runs"]:
+                html = read(os.path.join(tmp, run["href"]))
                 self.assertIn(f'id="case-{conv1["id"]}"', html)
-            self.assertEqual(sorted(os.listdir(os.path.join(tmp, "runs"))),
-                             sorted(f[:-5] + ".html" for f in os.listdir(HISTORY)))
+                if run["index"]:
+                    self.assertIn(f'href="https://example.org/lb/compare/{run["prev_commit"]}...{run["commit"]}"',
+                                  html)
+            alert = read(os.path.join(tmp, "alert.md"))
+            self.assertIn(PLANTED, alert)
+            self.assertIn(PLANTED_MEMORY, alert)
+            self.assertNotIn(NOISY, alert)
+            self.assertIn(f"Commit range: `{zen['runs'][-2]['commit']}..{zen['runs'][-1]['commit']}`", alert)
 
     def test_broken_history_file(self):
         with TempDir() as tmp:
             hist = os.path.join(tmp, "history")
-            shutil.copytree(HISTORY, hist)
-            shutil.copyfile(fixture("truncated.json"), os.path.join(hist, "2026-11-09T020000_nightly.json"))
+            shutil.copytree(os.path.join(HISTORY, "vm-intel"), hist)
+            shutil.copyfile(fixture("truncated.json"), os.path.join(hist, "2026-11-09T020000_x.json"))
             p = script("dashboard", "--history", hist, "--out", os.path.join(tmp, "site"))
-            self.assertEqual(p.returncode, 1)
+            self.assertEqual(p.returncode, 2)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
-            self.assertIn("2026-11-09T020000_nightly.json: truncated", p.stderr)
-            self.assertIn("8 runs", p.stdout)
+            self.assertIn("2026-11-09T020000_x.json: truncated", p.stderr)
+            self.assertIn("3 runs", p.stdout)
 
     def test_no_history(self):
         p = script("dashboard", "--history", "/nonexistent/history", "--out", "/nonexistent/site")
@@ -71,9 +112,88 @@ class Site(unittest.TestCase):
         self.assertIn("no such folder", p.stderr)
 
 
+class Sample(unittest.TestCase):
+    """results/history: real nightly runs (scripts/nightly.sh on the 2-core VM), gzipped."""
+
+    SAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                          "results", "history")
+
+    def nights(self):
+        return sorted(glob.glob(os.path.join(self.SAMPLE, "*", "*.json.gz")))
+
+    def test_sample_builds(self):
+        nights = self.nights()
+        self.assertGreaterEqual(len(nights), 3)
+        with TempDir() as tmp:
+            p = script("dashboard", "--history", self.SAMPLE, "--out", tmp)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            zen = data_of(tmp)["machines"][0]
+            self.assertGreaterEqual(len(zen["runs"]), 3)
+            self.assertTrue(all(r["commit"] for r in zen["runs"]))
+            self.assertEqual(zen["runs"], sorted(zen["runs"], key=lambda r: r["date"]))
+
+    def planted(self, factor, cases):
+        """The sample plus a copy of its newest night, a day later under a new commit, with some
+        cases' times (or all) multiplied by factor -> the dashboard's (exit status, stdout, alert)."""
+        nights = self.nights()
+        with gzip.open(nights[-1], "rt", encoding="utf-8") as f:
+            doc = json.load(f)
+        run = load(nights[-1])
+        with TempDir() as tmp:
+            hist = os.path.join(tmp, "history")
+            shutil.copytree(self.SAMPLE, hist)
+            night = datetime.datetime.fromisoformat(run.date) + datetime.timedelta(days=1)
+            doc["context"]["date"] = night.isoformat()
+            doc["context"]["layerbench_git_commit"] = "feedc0ffee00"
+            doc["context"]["load_avg"] = [0.0, 0.0, 0.0]
+            for r in doc["benchmarks"]:
+                if (cases is None or r.get("lb_case") in cases) and isinstance(r.get("real_time"), (int, float)):
+                    r["real_time"] *= factor
+            name = night.strftime("%Y-%m-%dT%H%M%S") + "_feedc0ffee00.json.gz"
+            with gzip.open(os.path.join(hist, run.machine, name), "wt") as f:
+                json.dump(doc, f)
+            # The sample's own nights judged on their load too would hide the plant: judge on time alone.
+            p = script("dashboard", "--history", hist, "--out", os.path.join(tmp, "site"), "--max-load", "1000")
+            alert = os.path.join(tmp, "site", "alert.md")
+            return p, (read(alert) if os.path.exists(alert) else ""), run
+
+    def steady_cases(self, n):
+        """The n cases whose times moved least over the sample's nights."""
+        runs = [load(f) for f in self.nights()]
+        spread = {}
+        for key, c in runs[-1].cases.items():
+            ts = [r.cases[key].time_us for r in runs if key in r.cases and r.cases[key].ok]
+            if len(ts) == len(runs):
+                spread[c.name] = max(ts) / min(ts)
+        return sorted(spread, key=spread.get)[:n]
+
+    def test_planted_slowdown_alerts(self):
+        steady = self.steady_cases(3)
+        p, alert, run = self.planted(1.2, set(steady))
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        for name in steady:
+            self.assertIn(name, alert)
+        self.assertIn(f"Commit range: `{run.commit}..feedc0ffee00`", alert)
+        self.assertIn("+20.0%", alert)
+
+    def test_everything_slower_is_a_machine_change(self):
+        p, alert, _ = self.planted(1.2, None)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("run-wide shift ×1.2", p.stdout)
+        self.assertIn("**Run-wide shift**", alert)
+        self.assertLess(alert.count("| time |"), 5, alert)  # not one line per case
+
+
 def series(values):
     return [{"id": 0, "name": "c", "points": [{"run": i, "time": v, "host": None, "device": None}
                                                for i, v in enumerate(values)]}]
+
+
+def verdicts(values, **kw):
+    rule = dict(window=10, min_runs=3, k=3.0, min_change=0.05)
+    rule.update(kw)
+    return [r["verdict"] for r in dashboard.judge(series(values), len(values) - 1, **rule,
+                                                   verdicts=("regression", "improvement", "cannot judge"))]
 
 
 def flagged(values, **kw):
@@ -89,6 +209,7 @@ class Rule(unittest.TestCase):
     def test_noisy_case_needs_more(self):
         noisy = [100, 125, 80, 122, 78, 120, 85]
         self.assertEqual(flagged(noisy + [130]), [])
+        self.assertEqual(verdicts(noisy + [130]), ["cannot judge"])  # moved, but inside its band
         self.assertEqual(flagged(noisy + [260]), ["time"])
 
     def test_one_wild_night_does_not_widen_the_band(self):
@@ -100,6 +221,8 @@ class Rule(unittest.TestCase):
 
     def test_too_few_runs(self):
         self.assertEqual(flagged([100, 100, 300]), [])
+        self.assertEqual(verdicts([100, 100, 300]), ["cannot judge"])
+        self.assertEqual(verdicts([100, 100, 101]), [])  # unchanged: nothing to judge
         self.assertEqual(flagged([100, 100, 100, 300], min_runs=4), [])
 
     def test_faster_is_never_a_regression(self):

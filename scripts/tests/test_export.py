@@ -2,6 +2,7 @@
 """scripts/export: github-action-benchmark's customSmallerIsBetter / customBiggerIsBetter
 arrays and Bencher Metric Format, with memory and utilisation as well as time."""
 
+import glob
 import json
 import unittest
 
@@ -24,8 +25,8 @@ class GithubActionBenchmark(unittest.TestCase):
             self.assertIsInstance(e["name"], str)
             self.assertIsInstance(e.get("range", ""), str)
         units = {e["name"].rsplit(" - ", 1)[1]: e["unit"] for e in doc}
-        self.assertEqual(units, {"time": "us", "host peak memory": "bytes", "device peak memory": "bytes",
-                                 "CPU utilisation": "%"})
+        # Only what is worse when larger: utilisation is not in the alerting file.
+        self.assertEqual(units, {"time": "us", "host peak memory": "bytes", "device peak memory": "bytes"})
         self.assertEqual(len({e["name"] for e in doc}), len(doc))
         # The out-of-memory case is not a number and is not exported.
         self.assertFalse([e for e in doc if "mb65536" in e["name"]])
@@ -34,7 +35,39 @@ class GithubActionBenchmark(unittest.TestCase):
     def test_bigger_is_better(self):
         p, doc = export("github-action-benchmark-bigger", "gpu_run.json")
         self.assertEqual(p.returncode, 0)
-        self.assertEqual({e["name"].rsplit(" - ", 1)[1] for e in doc}, {"throughput", "GPU utilisation"})
+        self.assertEqual({e["name"].rsplit(" - ", 1)[1] for e in doc}, {"throughput"})
+
+    def test_utilisation_to_chart_only(self):
+        p, doc = export("github-action-benchmark-utilisation", "gpu_run.json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual({e["name"].rsplit(" - ", 1)[1] for e in doc}, {"CPU utilisation", "GPU utilisation"})
+
+    def test_filter_and_headline(self):
+        p = script("export", "--format", "github-action-benchmark", "--filter", "pw8-mb1/", fixture("cpu_run.json"))
+        doc = json.loads(p.stdout)
+        self.assertTrue(doc)
+        self.assertTrue(all("pw8-mb1/" in e["name"] for e in doc), doc)
+        _, everything = export("github-action-benchmark", "cpu_run.json")
+        p = script("export", "--format", "github-action-benchmark", "--headline", fixture("cpu_run.json"))
+        head = json.loads(p.stdout)
+        self.assertTrue(0 < len(head) < len(everything))
+        self.assertFalse([e for e in head if "/bf16/" in e["name"] or "relu" in e["name"]])
+        p = script("export", "--format", "bencher", "--filter", "(", fixture("cpu_run.json"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--filter", p.stderr)
+        p = script("export", "--format", "bencher", "--filter", "no-such-case", fixture("cpu_run.json"))
+        self.assertEqual(p.returncode, 2)
+
+    def test_two_machines_are_two_series(self):
+        hist = fixture("history")
+        files = [sorted(glob.glob(hist + "/zen5-vm/*.json"))[-1], sorted(glob.glob(hist + "/vm-intel/*.json"))[-1]]
+        p = script("export", "--format", "bencher", *files)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        conv1 = [k for k in doc if k.endswith("conv2d.onednn.default/f32/conv1-mb1/threads:1")]
+        self.assertEqual(len(conv1), 2, sorted(doc))
+        self.assertEqual(len({k.split(": ")[0] for k in conv1}), 2, conv1)  # one per machine
+        self.assertIn("zen5-vm: conv2d.onednn.default/f32/conv1-mb1/threads:1", doc)
 
     def test_cpu_run_has_no_device_memory(self):
         _, doc = export("github-action-benchmark", "cpu_run.json")

@@ -2,15 +2,73 @@
 """Reading results files: the real CPU run, the GPU run, failures, an interrupted .jsonl, and
 every kind of broken file (one line naming the file; the other files still load)."""
 
+import gzip
+import json
 import os
+import statistics
+import subprocess
+import tempfile
 import unittest
 
-from helpers import fixture
+from helpers import SCRIPTS, fixture
 
 from lbreport import results as R
 
 
 class Loading(unittest.TestCase):
+    def test_foreign_google_benchmark_file(self):
+        # Plain Google Benchmark output: nothing says a case was verified, so it is "unknown"
+        # (measured, never "passed"); a NaN repetition is counted and reported, not dropped.
+        doc = {"context": {"host_name": "ci", "num_cpus": 4}, "benchmarks": [
+            {"name": "BM_x/8", "run_name": "BM_x/8", "run_type": "iteration", "repetitions": 3,
+             "repetition_index": i, "iterations": 10, "real_time": t, "cpu_time": 1.0, "time_unit": "ns"}
+            for i, t in enumerate([1.0, float("nan"), 3.0])]}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "gb.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)  # NaN written as Google Benchmark writes it
+            run = R.load(path)
+            p = subprocess.run([os.path.join(SCRIPTS, "report"), path, "--no-plots", "--out", tmp],
+                               capture_output=True, text=True)
+            with open(os.path.join(tmp, "report.md"), encoding="utf-8") as f:
+                sources = f.read().split("## Whitepaper")[0]
+        c = next(iter(run.cases.values()))
+        self.assertEqual(c.status, "unknown")
+        self.assertTrue(c.ok)
+        self.assertEqual((c.nan_reps, len(c.reps), c.time_us), (1, 2, 0.002))
+        self.assertTrue(any("1 repetitions of 1 cases have no finite time (NaN)" in w for w in run.warnings))
+        self.assertIn("NaN", p.stderr)
+        self.assertIn("1 unknown", sources)
+        self.assertNotIn("passed", sources)
+
+    def test_machine(self):
+        a = R.load(fixture("cpu_run.json"))
+        self.assertRegex(a.machine, r"^vm-[0-9a-f]{6}$")  # older file: host name + hash of CPU and cores
+        b = R.load(fixture("format2_run.json"))
+        self.assertEqual(b.machine, "zen3-vm")
+        self.assertEqual(a.format_version, 1)
+
+    def test_gzip_and_cv(self):
+        with open(fixture("cpu_run.json"), "rb") as f:
+            raw = f.read()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json.gz")
+            with gzip.open(path, "wb") as f:
+                f.write(raw)
+            run = R.load(path)
+            self.assertEqual(run.name, "r")
+            broken = os.path.join(tmp, "b.json.gz")
+            with open(broken, "wb") as f:
+                f.write(gzip.compress(raw)[:100])
+            with self.assertRaises(R.LoadError):
+                R.load(broken)
+        # cv as Google Benchmark computes it: the sample standard deviation over the mean.
+        c = run.cases[("dense.onednn.default/f32/mb4ic64oc33/threads:1", "hot", None)]
+        rows = [{k: v for k, v in r.items() if k != "lb_cv"} for r in c.reps]
+        ts = c.times_us()
+        again = R.build_cases("x", rows)[c.key]
+        self.assertAlmostEqual(again.cv, statistics.stdev(ts) / statistics.mean(ts))
+
     def test_cpu_run(self):
         run = R.load(fixture("cpu_run.json"))
         self.assertEqual(run.cpu_model, "AMD EPYC")

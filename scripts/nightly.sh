@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The nightly command (docs/nightly.md): builds layerbench, runs the nightly subset
+# (bench/suites/nightly.txt: a dozen layers, every CPU kernel, 1 thread and all cores, 5 to 10
+# repetitions each — enough for a U-test verdict; 2-4 minutes on a 2-core machine), keeps the
+# results gzipped in the history, rebuilds the dashboard, exports for other dashboards, and
+# exits 1 with an alert (Markdown: what regressed, by how much, the commit range) when the
+# newest run regressed.
+#
+#   LB_HISTORY    where the history goes: $LB_HISTORY/<machine>/<date>T<time>_<commit>.json.gz
+#                 (default ~/.local/share/layerbench/history: outside the repository; a
+#                 checkout of a history branch works as well, docs/nightly.md)
+#   LB_SITE       the dashboard's folder (default $LB_BUILD_DIR/dashboard)
+#   LB_BUILD_DIR  the build folder (default build)
+#   LB_MACHINE    the machine's name in the results (layerbench reads it; default host-<hash>)
+#   LB_REPO_URL   https://github.com/OWNER/REPO: the dashboard links the commits between runs
+#   LB_COMMIT     the commit written in the file name, for a rerun of an unchanged tree
+#                 (default: the commit layerbench recorded)
+#   LB_MAX_LOAD   the dashboard's --max-load: busiest start (load average per core) at which
+#                 a run's times are judged (default 1)
+# Extra arguments go to `layerbench run` and replace the defaults below (e.g. --kernel ...,
+# --benchmark_min_time=0.05, --suite FILE).
+# Exit status: 0 no regression; 1 regression (alert written, its path printed); 2 the build,
+# the run or the dashboard failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+build=${LB_BUILD_DIR:-build}
+history=${LB_HISTORY:-${XDG_DATA_HOME:-$HOME/.local/share}/layerbench/history}
+site=${LB_SITE:-$build/dashboard}
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+if [ ! -f "$build/build.ninja" ]; then
+  scripts/install-deps.sh
+  cmake -S . -B "$build" -G Ninja >/dev/null
+fi
+cmake --build "$build" --parallel "$(nproc)" >/dev/null
+
+stamp=$(date -u +%Y-%m-%dT%H%M%S)
+work=$(mktemp -d "${TMPDIR:-/tmp}/lb-nightly.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+# The defaults, each left out when the caller gives that flag (layerbench refuses a flag twice).
+defaults=(--suite bench/suites/nightly.txt --threads "1,$(nproc)" --repetitions 5,10 --rse 2 --case-time 2
+  --benchmark_min_time=0.25 --verify-macs 30000000)
+given() { for a in "${@:2}"; do case $a in "$1" | "$1"=*) return 0 ;; esac; done; return 1; }
+args=()
+i=0
+while [ $i -lt ${#defaults[@]} ]; do
+  flag=${defaults[$i]%%=*}
+  if [[ ${defaults[$i]} == *=* ]]; then n=1; else n=2; fi
+  given "$flag" "$@" || args+=("${defaults[@]:$i:$n}")
+  i=$((i + n))
+done
+"$build/bench/layerbench" run "${args[@]}" --out "$work/run.json" "$@" ||
+  { echo "nightly: the run failed" >&2; exit 2; }
+
+# The machine and commit the run recorded name its place in the history.
+read -r machine commit < <("$py" - "$work/run.json" <<'PY'
+import os, re, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
+from lbreport.results import load
+run = load(sys.argv[1])
+print(re.sub(r"[^A-Za-z0-9._-]+", "_", run.machine), re.sub(r"[^A-Za-z0-9._-]+", "_", run.commit or "unknown"))
+PY
+)
+commit=${LB_COMMIT:-$commit}
+mkdir -p "$history/$machine"
+kept="$history/$machine/${stamp}_${commit}.json.gz"
+gzip -9 -n -c "$work/run.json" >"$kept"
+echo "nightly: kept $kept ($(du -k "$kept" | cut -f1) KiB)"
+
+mkdir -p "$site/export"
+scripts/export --format github-action-benchmark --out "$site/export/smaller-is-better.json" "$kept" || true
+scripts/export --format github-action-benchmark-bigger --out "$site/export/bigger-is-better.json" "$kept" || true
+scripts/export --format bencher --out "$site/export/bencher.json" "$kept" || true
+
+status=0
+scripts/dashboard --history "$history" --out "$site" --alert "$site/alert.md" ${LB_REPO_URL:+--repo-url "$LB_REPO_URL"} \
+  ${LB_MAX_LOAD:+--max-load "$LB_MAX_LOAD"} || status=$?
+echo "nightly: $(($(date +%s) - start)) s; dashboard: $site/index.html"
+case $status in
+  0) exit 0 ;;
+  1) echo "nightly: REGRESSION — see $site/alert.md" >&2; exit 1 ;;
+  *) echo "nightly: the dashboard could not be built (exit $status)" >&2; exit 2 ;;
+esac
