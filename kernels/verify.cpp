@@ -123,20 +123,18 @@ std::string scan_outputs(std::string_view what, const Tensor& got) {
 
 }  // namespace
 
-Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect) {
+namespace {
+
+// compare() once the output is known written and finite. `clip`: the reference's values
+// are pre-ReLU and the output is after it, so max(value, 0) is expected (exactly what the
+// reference writes: rounding is monotonic and keeps 0).
+Verdict compare_values(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect,
+                       bool clip) {
   Verdict v;
   const int64_t n = int64_t(expect.value.size());
-  if (got.elements() != n) {
-    v.status = Status::failed;
-    v.reason = std::string(what) + ": " + std::to_string(got.elements()) + " elements, expected " +
-               std::to_string(n);
-    return v;
-  }
-  if (std::string why = scan_outputs(what, got); !why.empty()) {
-    v.status = Status::failed;
-    v.reason = why;
-    return v;
-  }
+  auto expected = [&expect, clip](int64_t i) {
+    return clip ? std::max(expect.value[i], 0.0) : expect.value[i];
+  };
   const Allowance allowed = allowance(p, got);
   // One pass through blocks of values converted once (outputs reach gigabytes).
   constexpr int64_t kBlock = 4096;
@@ -147,7 +145,7 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
     const int64_t count = std::min(kBlock, n - first);
     got.load_range(first, count, g.data());
     for (int64_t i = 0; i < count; ++i) {
-      const double ref = expect.value[first + i];
+      const double ref = expected(first + i);
       zeros += ref == 0.0;
       const double err = std::fabs(g[i] - ref),
                    limit = allowed.of(expect.magnitude[first + i], expect.stored[first + i]);
@@ -164,7 +162,7 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
   os.precision(9);  // enough to see the difference between two close f32 values
   if (worst >= 0 && v.max_error > v.tolerance) {
     v.status = Status::failed;
-    os << what << "[" << worst << "] = " << got.load(worst) << ", expected " << expect.value[worst]
+    os << what << "[" << worst << "] = " << got.load(worst) << ", expected " << expected(worst)
        << " (magnitude " << expect.magnitude[worst] << "): error " << v.max_error << " > allowed "
        << v.tolerance;
   } else if (n > 0 && double(zeros) / double(n) > kMistrustZeroFraction) {
@@ -179,6 +177,25 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
   }
   v.reason = os.str();
   return v;
+}
+
+}  // namespace
+
+Verdict compare(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect) {
+  Verdict v;
+  const int64_t n = int64_t(expect.value.size());
+  if (got.elements() != n) {
+    v.status = Status::failed;
+    v.reason = std::string(what) + ": " + std::to_string(got.elements()) + " elements, expected " +
+               std::to_string(n);
+    return v;
+  }
+  if (std::string why = scan_outputs(what, got); !why.empty()) {
+    v.status = Status::failed;
+    v.reason = why;
+    return v;
+  }
+  return compare_values(p, what, got, expect, false);
 }
 
 namespace {
@@ -218,11 +235,11 @@ Tensor take_samples(const Tensor& t, int axis, const std::vector<int64_t>& sampl
 // The reference's outputs for `p` on the given batch samples of got's inputs. A sweep
 // checks the same problem, dtype and inputs under many kernels, thread counts and ReLU
 // modes, so the reference's exact pre-ReLU output and its bounds are kept for the last
-// few of them and the mode applied to it: max(y, 0) of the kept y is exactly what the
-// reference computes, and ReLU, being 1-Lipschitz, allows the error y's bounds allow.
-std::vector<std::pair<Arg, Expected>> reference_outputs(const Problem& p, const TensorSet& got,
-                                                        const InputDigests& digests,
-                                                        const std::vector<int64_t>& samples) {
+// few of them (the reference returned stays valid until the next call), and the mode is
+// applied as they are compared: max(y, 0) of the kept y is exactly what the reference
+// computes, and ReLU, being 1-Lipschitz, allows the error y's bounds allow.
+const Expected& reference_outputs(const Problem& p, const TensorSet& got, const InputDigests& digests,
+                                  const std::vector<int64_t>& samples) {
   struct Entry {
     std::string key;
     Expected pre_relu;
@@ -260,17 +277,7 @@ std::vector<std::pair<Arg, Expected>> reference_outputs(const Problem& p, const 
     cache.push_back({key, std::move(pre)});
     it = cache.end() - 1;
   }
-  const Expected& pre = it->pre_relu;
-  auto clipped = [&pre] {
-    Expected e = pre;
-    for (double& y : e.value)
-      y = std::max(y, 0.0);
-    return e;
-  };
-  std::vector<std::pair<Arg, Expected>> out;
-  out.emplace_back(Arg::dst, p.relu == Relu::fused || p.relu == Relu::inplace ? clipped() : pre);
-  if (p.relu == Relu::separate) out.emplace_back(Arg::relu_dst, clipped());
-  return out;
+  return it->pre_relu;
 }
 
 auto rank(Status s) {
@@ -313,11 +320,13 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
   const std::vector<int64_t> samples = verification_samples(p, max_reference_macs);
   const bool whole_batch = int64_t(samples.size()) == p.batch();
   bool first = true;
-  for (const auto& [a, expect] : reference_outputs(p, got, before, samples)) {
+  const Expected& pre_relu = reference_outputs(p, got, before, samples);
+  for (Arg a : output_args(p)) {
     // The whole batch is compared in place: a copy would clear and write as many pages.
     std::optional<Tensor> sampled;
     if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p.op(), a), samples);
-    Verdict one = compare(p, name(a), sampled ? *sampled : got.at(a), expect);
+    const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
+    Verdict one = compare_values(p, name(a), sampled ? *sampled : got.at(a), pre_relu, clip);
     // Failed beats mistrusted beats passed; among equals keep the larger error/allowed.
     if (first || rank(one.status) > rank(v.status) ||
         (rank(one.status) == rank(v.status) && one.max_error * v.tolerance > v.max_error * one.tolerance))
