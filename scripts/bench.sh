@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: builds layerbench if needed and runs the default sweep — the layers of
-# alexnet and mobilenet_v1 and lstm_lm, batch 1, 16 and 64, every dtype each backend
+# alexnet and mobilenet_v1 and lstm_lm, batch 1, 16 and 32, every dtype each backend
 # supports, every ReLU mode, CPU kernels on 1 thread and on all cores, GPU backends
 # when a GPU is present — into results/runs/<date>_<host>_<device>.json (+ .jsonl as
 # cases finish). 3,500 to 5,000 cases, as the host's ISA allows: each case repeats (at
@@ -32,7 +32,7 @@ done
 
 # The defaults, one flag (and its value) each; an extra argument naming a flag drops it.
 defaults=(
-  --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,64 --dtype all --relu all
+  --network alexnet,mobilenet_v1,lstm_lm --batch 1,16,32 --dtype all --relu all
   --threads "1,$(nproc)" --verify-macs 30000000
   --benchmark_min_time=0.002 --rse 2 --repetitions 2,10 --case-time 0.02
 )

@@ -206,6 +206,7 @@ Peak measure(const Loop& loop, int threads) {
          how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core)"};
     p.contended = true;
   }
+  p.cores = cores;
   std::fprintf(stderr, " %.1f GFLOP/s%s\n", p.ops_per_second / 1e9, p.contended ? ", contended" : "");
   return p;
 }
@@ -245,6 +246,7 @@ std::vector<Peak> load(const std::string& path, const std::string& cpu) {
     for (const auto& e : j.at("peaks")) {
       Peak p{e.at("kind"), e.at("threads"), e.at("ops_per_second"), e.at("how")};
       p.contended = e.value("contended", false);
+      p.cores = e.value("cores", 0);
       out.push_back(p);
     }
   } catch (const std::exception&) {
@@ -262,7 +264,8 @@ std::string save(const std::string& path, const std::string& cpu, const std::vec
                           {"threads", e.threads},
                           {"ops_per_second", e.ops_per_second},
                           {"how", e.how},
-                          {"contended", e.contended}});
+                          {"contended", e.contended},
+                          {"cores", e.cores}});
   const std::string tmp = path + "." + std::to_string(getpid());
   {
     std::ofstream out(tmp);
@@ -318,6 +321,12 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
         }
   }
   const std::vector<Loop> cpu_loops = loops();
+  // A CPU peak is the machine's for the cores it was measured on: one measured under a
+  // narrower affinity (taskset, a cgroup's cpuset) is not this run's, nor this run's the
+  // next one's.
+  std::erase_if(p.peaks_, [cores = cpu_cores()](const Peak& e) {
+    return e.kind.rfind("gpu_", 0) != 0 && e.cores != cores;
+  });
   std::erase_if(p.peaks_, [&](const Peak& e) {
     const std::string why = implausible(e, cpu_loops);
     if (!why.empty())

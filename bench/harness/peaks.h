@@ -19,6 +19,7 @@ struct Peak {
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
   bool contended = false;     // no repetition had every core to itself (how says so too)
+  int cores = 0;              // the cores this process could run on when it was measured (CPU peaks)
 };
 
 class Peaks {

@@ -640,8 +640,10 @@ MergeInput read_merge_input(const std::string& path) {
   return in;
 }
 
-// The machine a file was measured on: layerbench's host and CPU, else Google Benchmark's host.
+// The machine a file was measured on: its name (format 2), else layerbench's host and CPU,
+// else Google Benchmark's host.
 std::string machine(const Json& context) {
+  if (context.contains("layerbench_machine")) return context.value("layerbench_machine", "");
   const std::string host = context.value("layerbench_host", context.value("host_name", ""));
   return host + ", " + context.value("layerbench_cpu_model", "CPU not recorded");
 }

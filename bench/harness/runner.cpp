@@ -339,7 +339,9 @@ void register_cases(std::vector<Case>& cases, const RunOptions& options) {
   for (Case& c : cases) {
     auto* b = benchmark::RegisterBenchmark(c.name.c_str(),
                                            [&c, options](benchmark::State& s) { run_case(s, c, options); });
-    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+    // real_time: the device timer's time per run(); cpu_time: the whole process's CPU time
+    // over the loop (every thread a multithreaded kernel uses, not only the caller's).
+    b->UseManualTime()->MeasureProcessCPUTime()->Unit(benchmark::kMicrosecond);
   }
 }
 
