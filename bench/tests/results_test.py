@@ -231,9 +231,9 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("merge", merged, partial)
     check(f"{name}: left out" in p.stderr and name not in dict(groups(runs_of(json.load(open(merged))))),
           f"merge kept a case that is whole nowhere: {p.stderr[-300:]!r}")
-    # Another machine, other settings: refused unless --force; another shard is fine.
+    # Another machine (its name), other settings: refused unless --force; another shard is fine.
     results = json.load(open(a))
-    for key, value, text in (("layerbench_host", "elsewhere", "another machine"), ("seed", "7", "other settings"),
+    for key, value, text in (("layerbench_machine", "elsewhere", "another machine"), ("seed", "7", "other settings"),
                              ("shard", "1/2", None)):
         other = json.loads(json.dumps(results))
         (other["context"] if key.startswith("layerbench_") else other["context"]["layerbench_settings"])[key] = value
