@@ -81,6 +81,23 @@ double unit_roundoff(Storage s) {
   return 0.0;
 }
 
+double subnormal_half_spacing(Storage s) {
+  switch (s) {
+    case Storage::f32:
+      return 0x1p-150;
+    case Storage::f16:
+      return 0x1p-25;
+    case Storage::bf16:
+      return 0x1p-134;
+    case Storage::e4m3:
+      return 0x1p-10;
+    case Storage::u8:
+    case Storage::s8:
+      return 0.0;
+  }
+  return 0.0;
+}
+
 uint16_t f32_to_f16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;

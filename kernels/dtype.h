@@ -27,6 +27,10 @@ size_t size_of(Storage s);
 // Relative rounding unit (half an ulp at 1.0) of a storage's floating format;
 // 0 for the integer storages, whose values are exact.
 double unit_roundoff(Storage s);
+// Half the spacing of a floating storage's subnormals: the absolute rounding error of a
+// value too small for the relative unit (f16 outputs reach it through cancellation); 0
+// for integer storages.
+double subnormal_half_spacing(Storage s);
 
 // Round-to-nearest-even conversions; the narrow formats are bit patterns.
 uint16_t f32_to_f16(float f);

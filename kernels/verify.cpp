@@ -38,29 +38,6 @@ int64_t accumulation_length(const Problem& p) {
   return traits(p.op()).accumulation_length(p);
 }
 
-namespace {
-
-// Half the spacing of a floating storage's subnormals: the absolute rounding error of a
-// value too small for the relative unit (f16 outputs reach it through cancellation).
-double subnormal_half_spacing(Storage s) {
-  switch (s) {
-    case Storage::f32:
-      return 0x1p-150;
-    case Storage::f16:
-      return 0x1p-25;
-    case Storage::bf16:
-      return 0x1p-134;
-    case Storage::e4m3:
-      return 0x1p-10;
-    case Storage::u8:
-    case Storage::s8:
-      return 0.0;
-  }
-  return 0.0;
-}
-
-}  // namespace
-
 Allowance allowance(const Problem& p, const Tensor& out) {
   // Per unit of magnitude, as relative rounding units:
   //  - inputs rounded once more inside the kernel (tf32 reads f32 with 10 mantissa bits;
