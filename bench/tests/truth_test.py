@@ -78,9 +78,14 @@ for (kernel, dt, relu, t), r in sorted(by.items()):
         # The threads asked for the cores they were given: one thread is runnable throughout
         # (on a CPU or waiting for one); of t threads, more than t - 1 are. (Pool threads that
         # sleep at a barrier while a descheduled peer finishes are neither, hence no more.)
+        # Eigen's ThreadPoolDevice keeps t workers and runs one block of a small parallelFor on
+        # the calling thread too (TensorDeviceThreadPool.h, "avoid a thread hop"), so t + 1 of
+        # its threads can be runnable at once; on a contended machine each of them then waits
+        # (CI saw 111 % on a CPU + 116 % waiting at t = 2).
         lo = 85 if t == 1 else 100 * (t - 1) + 15
-        if not lo <= run + wait <= 110 * t:
-            failures.append(line + f" (threads asked for {run + wait:.0f}%, expected {lo}-{110 * t})")
+        hi = 110 * (t + 1 if ".eigen." in kernel else t)
+        if not lo <= run + wait <= hi:
+            failures.append(line + f" (threads asked for {run + wait:.0f}%, expected {lo}-{hi})")
     elif not (90 * t <= r["lb_cpu_util_avg"] <= 110 * t):  # no schedstat: an idle machine is assumed
         failures.append(line + f" (cpu utilisation outside {90 * t}-{110 * t})")
     other = by.get((kernel, dt, "inplace", t))
