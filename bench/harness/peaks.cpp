@@ -12,6 +12,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -95,37 +98,195 @@ __attribute__((target("avx512f,avx512vnni"))) float i8_dot_avx512(long iters) {
   return float(out[0] + out[15]);
 }
 
-struct Loop {
-  const char* kind;
-  const char* how;
-  float (*fn)(long);
-  double ops_per_iteration;
+// Memory streams: each thread reads, writes or triads (a = b + s·c) its own buffer, with
+// 8 independent vectors per step so that neither the add latency nor the loop bounds the
+// loads. Stores are non-temporal (no read for ownership), so the write and triad figures
+// are the most the memory system takes, an upper bound for any kernel's writes. `floats`
+// is a multiple of 8 vectors; each returns a value that depends on what it touched.
+#define LB_STREAMS(TARGET, V, ISA, LOAD, ADD, FMA, SET1, STREAM, ZERO, SOME_LANE)                  \
+  TARGET float read_##ISA(const float* p, size_t floats, long passes) {                            \
+    constexpr size_t kLanes = sizeof(V) / sizeof(float);                                           \
+    V acc[8];                                                                                      \
+    for (auto& a : acc)                                                                            \
+      a = ZERO();                                                                                  \
+    for (long pass = 0; pass < passes; ++pass)                                                     \
+      for (size_t i = 0; i < floats; i += 8 * kLanes)                                              \
+        for (size_t j = 0; j < 8; ++j)                                                             \
+          acc[j] = ADD(acc[j], LOAD(p + i + j * kLanes));                                          \
+    for (int j = 1; j < 8; ++j)                                                                    \
+      acc[0] = ADD(acc[0], acc[j]);                                                                \
+    return SOME_LANE(acc[0]);                                                                      \
+  }                                                                                                \
+  TARGET float write_##ISA(float* p, size_t floats, long passes) {                                 \
+    constexpr size_t kLanes = sizeof(V) / sizeof(float);                                           \
+    for (long pass = 0; pass < passes; ++pass) {                                                   \
+      const V v = SET1(float(pass));                                                               \
+      for (size_t i = 0; i < floats; i += kLanes)                                                  \
+        STREAM(p + i, v);                                                                          \
+    }                                                                                              \
+    _mm_sfence();                                                                                  \
+    return p[floats - 1];                                                                          \
+  }                                                                                                \
+  TARGET float triad_##ISA(float* a, const float* b, const float* c, size_t floats, long passes) { \
+    constexpr size_t kLanes = sizeof(V) / sizeof(float);                                           \
+    const V s = SET1(0.5f);                                                                        \
+    for (long pass = 0; pass < passes; ++pass)                                                     \
+      for (size_t i = 0; i < floats; i += kLanes)                                                  \
+        STREAM(a + i, FMA(s, LOAD(c + i), LOAD(b + i)));                                           \
+    _mm_sfence();                                                                                  \
+    return a[floats - 1];                                                                          \
+  }
+
+__attribute__((target("avx2,fma"))) inline float lane0(__m256 v) {
+  return _mm256_cvtss_f32(v);
+}
+LB_STREAMS(__attribute__((target("avx512f"))), __m512, avx512, _mm512_load_ps, _mm512_add_ps, _mm512_fmadd_ps,
+           _mm512_set1_ps, _mm512_stream_ps, _mm512_setzero_ps, first_and_last)
+LB_STREAMS(__attribute__((target("avx2,fma"))), __m256, avx2, _mm256_load_ps, _mm256_add_ps, _mm256_fmadd_ps,
+           _mm256_set1_ps, _mm256_stream_ps, _mm256_setzero_ps, lane0)
+#undef LB_STREAMS
+
+// Per-thread buffers for the stream probes, 2 MiB-aligned, each filled before it is timed.
+class StreamBuffers {
+ public:
+  void allocate(int threads, size_t bytes_per_thread) {
+    release();
+    constexpr size_t kAlign = size_t(2) << 20, kUnit = 3 * 8 * 64;  // three arrays of whole steps
+    bytes_ = std::max(bytes_per_thread / kUnit, size_t(1)) * kUnit;
+    for (int t = 0; t < threads; ++t) {
+      void* p = std::aligned_alloc(kAlign, (bytes_ + kAlign - 1) / kAlign * kAlign);
+      if (!p) throw std::bad_alloc();
+      std::memset(p, 0, bytes_);
+      buffers_.push_back(static_cast<float*>(p));
+    }
+  }
+  void release() {
+    for (float* p : buffers_)
+      std::free(p);
+    buffers_.clear();
+  }
+  ~StreamBuffers() { release(); }
+  float* at(int thread) const { return buffers_.at(size_t(thread)); }
+  size_t floats() const { return bytes_ / sizeof(float); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  size_t bytes_ = 0;
+  std::vector<float*> buffers_;
 };
 
-// The best loop this CPU runs for each kind.
+// What one thread streams: for the memory ("dram") probes, a share of 8× the last-level
+// cache (256 MiB to 1 GiB in all, at most a quarter of what can be allocated); for the L2
+// probe, half of one core's L2.
+size_t dram_bytes_per_thread(int threads) {
+  const size_t llc = cache_sizes().last_level ? cache_sizes().last_level : size_t(64) << 20;
+  double total = std::clamp(8.0 * double(llc), 256.0 * (1 << 20), 1024.0 * (1 << 20));
+  total = std::min(total, double(available_bytes()) / 4);
+  return size_t(total / threads);
+}
+size_t l2_bytes_per_thread(int) {
+  return std::max(cache_sizes().l2, size_t(64) << 10) / 2;
+}
+
+// A probe: what each of the threads runs for `iters` iterations, and what one iteration
+// of one thread does — FLOPs (int8: operations), or bytes for a stream.
+struct Loop {
+  std::string kind;  // Peak::kind
+  std::string how;
+  // Before timing on this many threads (buffers); returns the operations per iteration.
+  std::function<double(int threads)> set_up;
+  std::function<float(int thread, long iters)> fn;
+  std::function<void()> tear_down = [] {};
+  double per_core_cycle_bound = 0;  // the most one core can do per cycle: plausible_bound()
+  long first_iters = 1 << 16;       // where the calibration starts
+  bool bytes = false;               // a bandwidth (B/s), not an operation rate
+};
+
+// The most a core does per cycle, at a clock no CPU reaches (6 GHz): two vector
+// instructions of a kind (no x86 core issues more FMA or dot products), and three 64-byte
+// loads or two stores, for streams.
+constexpr double kVectorPipes = 2, kMaxClockHz = 6e9, kStreamBytesPerCycle = 3 * 64;
+
+Loop compute_loop(const char* kind, const char* how, float (*fn)(long), double ops_per_instruction) {
+  Loop loop;
+  loop.kind = kind;
+  loop.how = std::string(how) + ", " + std::to_string(kChains) + " independent chains";
+  loop.set_up = [ops = kChains * ops_per_instruction](int) { return ops; };
+  loop.fn = [fn](int, long iters) { return fn(iters); };
+  loop.per_core_cycle_bound = kVectorPipes * ops_per_instruction;
+  return loop;
+}
+
+enum class Stream { read, write, triad };
+
+Loop stream_loop(const char* kind, Stream stream, bool avx512, size_t (*bytes_per_thread)(int),
+                 const std::string& where) {
+  auto buffers = std::make_shared<StreamBuffers>();
+  Loop loop;
+  loop.kind = kind;
+  loop.how = std::string(avx512 ? "AVX-512" : "AVX2") +
+             (stream == Stream::read    ? " loads"
+              : stream == Stream::write ? " non-temporal stores"
+                                        : " triad a = b + s*c, non-temporal stores") +
+             ", " + where;
+  loop.set_up = [buffers, bytes_per_thread](int threads) {
+    buffers->allocate(threads, bytes_per_thread(threads));
+    return double(buffers->bytes());
+  };
+  loop.fn = [buffers, stream, avx512](int thread, long passes) {
+    float* p = buffers->at(thread);
+    const size_t n = buffers->floats(), third = n / 3;
+    switch (stream) {
+      case Stream::read:
+        return avx512 ? read_avx512(p, n, passes) : read_avx2(p, n, passes);
+      case Stream::write:
+        return avx512 ? write_avx512(p, n, passes) : write_avx2(p, n, passes);
+      case Stream::triad:
+        return avx512 ? triad_avx512(p, p + third, p + 2 * third, third, passes)
+                      : triad_avx2(p, p + third, p + 2 * third, third, passes);
+    }
+    return 0.0f;
+  };
+  loop.tear_down = [buffers] { buffers->release(); };
+  loop.per_core_cycle_bound = kStreamBytesPerCycle;
+  loop.first_iters = 1;
+  loop.bytes = true;
+  return loop;
+}
+
+// The best loop this CPU runs for each kind: its compute engines, then memory streams.
 std::vector<Loop> loops() {
   std::vector<Loop> out;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    out.push_back({"f32_fma", "AVX-512 vfmadd231ps zmm", f32_fma_avx512, kChains * 16.0 * 2});
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    out.push_back({"f32_fma", "AVX2 vfmadd231ps ymm", f32_fma_avx2, kChains * 8.0 * 2});
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512)
+    out.push_back(compute_loop("f32_fma", "AVX-512 vfmadd231ps zmm", f32_fma_avx512, 16.0 * 2));
+  else if (avx2)
+    out.push_back(compute_loop("f32_fma", "AVX2 vfmadd231ps ymm", f32_fma_avx2, 8.0 * 2));
   if (__builtin_cpu_supports("avx512bf16"))
-    out.push_back({"bf16_dot", "AVX-512 vdpbf16ps zmm", bf16_dot_avx512, kChains * 32.0 * 2});
+    out.push_back(compute_loop("bf16_dot", "AVX-512 vdpbf16ps zmm", bf16_dot_avx512, 32.0 * 2));
   if (__builtin_cpu_supports("avx512vnni"))
-    out.push_back({"i8_dot", "AVX-512 vpdpbusd zmm", i8_dot_avx512, kChains * 64.0 * 2});
+    out.push_back(compute_loop("i8_dot", "AVX-512 vpdpbusd zmm", i8_dot_avx512, 64.0 * 2));
+  if (avx512 || avx2) {
+    const std::string dram = std::to_string(dram_bytes_per_thread(1) >> 20) +
+                             " MiB in all (8x the last-level cache, 256 MiB-1 GiB), split over the threads";
+    const std::string l2 =
+        "each thread " + std::to_string(l2_bytes_per_thread(1) >> 10) + " KiB (half its L2), repeated";
+    out.push_back(stream_loop("bw_dram_read", Stream::read, avx512, dram_bytes_per_thread, dram));
+    out.push_back(stream_loop("bw_dram_write", Stream::write, avx512, dram_bytes_per_thread, dram));
+    out.push_back(stream_loop("bw_dram_triad", Stream::triad, avx512, dram_bytes_per_thread, dram));
+    out.push_back(stream_loop("bw_l2_read", Stream::read, avx512, l2_bytes_per_thread, l2));
+  }
   return out;
 }
 
-// The most a loop can reach on `threads` threads: its operations per instruction, at most
-// two such vector instructions per cycle per core (no x86 core issues more FMA or dot
-// products), on at most as many cores as there are, at a clock no CPU reaches (6 GHz).
-// A cached peak above it — or zero, negative or not a number — is no measurement: a
-// hand-edited or corrupt cache gave "inf %", "-2377 %" or "11304185308 % of peak".
-constexpr double kVectorPipes = 2, kMaxClockHz = 6e9;
-
+// The most a loop can reach on `threads` threads: per_core_cycle_bound on at most as
+// many cores as there are, at 6 GHz. A cached peak above it — or zero, negative or not a
+// number — is no measurement: a hand-edited or corrupt cache gave "inf %", "-2377 %" or
+// "11304185308 % of peak".
 double plausible_bound(const Loop& loop, int threads) {
-  return loop.ops_per_iteration / kChains * kVectorPipes * kMaxClockHz * std::min(threads, cpu_cores());
+  return loop.per_core_cycle_bound * kMaxClockHz * std::min(threads, cpu_cores());
 }
 
 // Empty when a cached peak is plausible, else why not.
@@ -137,9 +298,9 @@ std::string implausible(const Peak& p, const std::vector<Loop>& loops) {
       if (p.threads < 1) return "threads " + std::to_string(p.threads);
       const double bound = plausible_bound(loop, p.threads);
       if (p.ops_per_second > bound) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "above %.4g, the most %s can do on this CPU", bound, loop.how);
-        return buf;
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.4g", bound);
+        return "above " + std::string(buf) + ", the most " + loop.how + " can do on this CPU";
       }
       return {};
     }
@@ -161,15 +322,16 @@ double thread_cpu_seconds() {
 Peak measure(const Loop& loop, int threads) {
   const int cores = cpu_cores();
   const int running = std::min(threads, cores);
-  std::fprintf(stderr, "layerbench: measuring the %s peak on %d thread%s (%s)", loop.kind, running,
-               running == 1 ? "" : "s", loop.how);
+  std::fprintf(stderr, "layerbench: measuring the %s peak on %d thread%s (%s)", loop.kind.c_str(), running,
+               running == 1 ? "" : "s", loop.how.c_str());
   if (running < threads) std::fprintf(stderr, " for --threads %d", threads);
   std::fputs("...", stderr);
   std::fflush(stderr);
-  long iters = 1 << 16;  // calibrate to ~0.25 s per repetition
+  const double ops_per_iteration = loop.set_up(running);
+  long iters = loop.first_iters;  // calibrate to ~0.25 s per repetition
   for (;;) {
     const double t0 = wall_seconds();
-    volatile float sink = loop.fn(iters);
+    volatile float sink = loop.fn(0, iters);
     (void)sink;
     if (wall_seconds() - t0 > 0.05 || iters > (1L << 34)) break;
     iters *= 4;
@@ -183,20 +345,21 @@ Peak measure(const Loop& loop, int threads) {
     for (int t = 0; t < running; ++t)
       pool.emplace_back([&, t] {
         const double c0 = thread_cpu_seconds();
-        volatile float sink = loop.fn(iters);
+        volatile float sink = loop.fn(t, iters);
         (void)sink;
         cpu[t] = thread_cpu_seconds() - c0;
       });
     for (auto& th : pool)
       th.join();
     const double seconds = wall_seconds() - t0;
-    const double rate = double(iters) * loop.ops_per_iteration * running / seconds;
+    const double rate = double(iters) * ops_per_iteration * running / seconds;
     const double share = *std::min_element(cpu.begin(), cpu.end()) / seconds;
     best_any = std::max(best_any, rate);
     if (share >= 0.9) best_clean = std::max(best_clean, rate);
     worst_share = std::min(worst_share, share);
   }
-  std::string how = std::string(loop.how) + ", " + std::to_string(kChains) + " independent chains, ";
+  loop.tear_down();
+  std::string how = loop.how + ", ";
   if (running < threads)
     how += "on " + std::to_string(running) + " threads (" + std::to_string(threads) + " oversubscribe the " +
            std::to_string(cores) + " cores), ";
@@ -207,7 +370,8 @@ Peak measure(const Loop& loop, int threads) {
     p.contended = true;
   }
   p.cores = cores;
-  std::fprintf(stderr, " %.1f GFLOP/s%s\n", p.ops_per_second / 1e9, p.contended ? ", contended" : "");
+  std::fprintf(stderr, " %.1f %s%s\n", p.ops_per_second / 1e9, loop.bytes ? "GB/s" : "GFLOP/s",
+               p.contended ? ", contended" : "");
   return p;
 }
 
@@ -379,15 +543,43 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
   return p;
 }
 
+namespace {
+
+// The CPU peaks that bound a dtype's arithmetic: its engines (AVX-512 FMA or dot products,
+// AMX tiles), the fastest of which is the ceiling.
+bool bounds(const std::string& kind, DType dt) {
+  const std::string prefix = std::string(name(dt)) + "_";
+  return kind.rfind(prefix, 0) == 0;
+}
+
+const Peak* fastest(const std::vector<Peak>& peaks, const std::function<bool(const Peak&)>& which) {
+  const Peak* best = nullptr;
+  for (const Peak& e : peaks)
+    if (which(e) && (!best || e.ops_per_second > best->ops_per_second)) best = &e;
+  return best;
+}
+
+}  // namespace
+
 const Peak* Peaks::find(DType dt, int threads, bool gpu) const {
-  std::string kind;
-  if (gpu)
-    kind = "gpu_" + std::string(name(dt)) + "_gemm";
-  else
-    kind = dt == DType::f32 ? "f32_fma" : dt == DType::bf16 ? "bf16_dot" : dt == DType::i8 ? "i8_dot" : "";
-  for (const Peak& e : peaks_)
-    if (e.kind == kind && (gpu || e.threads == threads)) return &e;
-  return nullptr;
+  if (gpu) {
+    const std::string kind = "gpu_" + std::string(name(dt)) + "_gemm";
+    return fastest(peaks_, [&](const Peak& e) { return e.kind == kind; });
+  }
+  return fastest(peaks_, [&](const Peak& e) {
+    return e.threads == threads && !is_bandwidth(e.kind) && e.kind.rfind("gpu_", 0) != 0 &&
+           bounds(e.kind, dt);
+  });
+}
+
+const Peak* Peaks::bandwidth(MemoryLevel level, int threads, bool gpu) const {
+  if (gpu) return fastest(peaks_, [](const Peak& e) { return e.kind == "gpu_d2d_copy"; });
+  const std::string prefix = level == MemoryLevel::l2 ? "bw_l2_" : "bw_dram_";
+  return fastest(peaks_, [&](const Peak& e) { return e.threads == threads && e.kind.rfind(prefix, 0) == 0; });
+}
+
+bool is_bandwidth(const std::string& kind) {
+  return kind.rfind("bw_", 0) == 0 || kind == "gpu_d2d_copy";
 }
 
 }  // namespace lb::bench

@@ -1,9 +1,12 @@
 // The machine's peak rates, measured, not taken from a data sheet. CPU: loops of
-// independent AVX-512 (else AVX2) FMA, bf16 dot-product (vdpbf16ps) and int8
-// dot-product (vpdpbusd) instructions on 1..N threads. GPU: the best of ten
-// 8192x8192x8192 cuBLASLt products per dtype, and a large device-to-device copy (bytes
+// independent FMA (AVX-512, else AVX2), bf16 dot-product (vdpbf16ps) and int8
+// dot-product (vpdpbusd) instructions on 1..N threads, where the CPU has them; and memory
+// bandwidth: read, non-temporal write and triad streams over buffers far beyond the
+// last-level cache, and a read of a buffer held in L2, per thread count. GPU: the best of
+// ten 8192x8192x8192 cuBLASLt products per dtype, and a large device-to-device copy (bytes
 // read + written). Measured once per machine and cached (see peaks_cache_path()); "% of
-// peak" divides by these.
+// peak" divides by the fastest engine for the dtype, "% of bandwidth" by the ceiling of
+// the memory level a case's data lives in.
 #pragma once
 
 #include <string>
@@ -13,10 +16,15 @@
 
 namespace lb::bench {
 
+// Where a case's data lives between its timed runs, for the bandwidth ceiling it meets.
+enum class MemoryLevel { l2, dram };
+
 struct Peak {
-  std::string kind;  // "f32_fma", "bf16_dot", "i8_dot"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
+  // "<dtype>_<engine>": "f32_fma", "bf16_dot", "i8_dot"; bandwidths "bw_dram_read",
+  // "bw_dram_write", "bw_dram_triad", "bw_l2_read"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
+  std::string kind;
   int threads = 1;
-  double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product)
+  double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product); bandwidths B/s
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
   bool contended = false;     // no repetition had every core to itself (how says so too)
   int cores = 0;              // the cores this process could run on when it was measured (CPU peaks)
@@ -30,9 +38,13 @@ class Peaks {
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
   static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure);
-  // The peak for a case of this dtype on this many threads or on the GPU; nullptr when
-  // none applies (tf32, f16 and f8 have no CPU peak loop).
+  // The compute peak for a case of this dtype on this many threads or on the GPU: the
+  // fastest engine measured for the dtype; nullptr when none applies (tf32 and f8 have no
+  // CPU peak loop, f16 and bf16 none where the CPU lacks their instructions).
   const Peak* find(DType dt, int threads, bool gpu = false) const;
+  // The bandwidth ceiling of a memory level on this many threads (DRAM: the fastest of
+  // read, write and triad), or the GPU's device-memory copy; nullptr when not measured.
+  const Peak* bandwidth(MemoryLevel level, int threads, bool gpu = false) const;
   const std::vector<Peak>& all() const { return peaks_; }
   // The cache file the peaks were read from or written to, "none" when neither (also
   // noted as the context's layerbench_peaks_cache).
@@ -43,6 +55,8 @@ class Peaks {
   std::string path_;
 };
 
-std::string peaks_cache_path();  // $LAYERBENCH_PEAKS, else ~/.cache/layerbench/peaks-<host>.json
+std::string peaks_cache_path();
+bool is_bandwidth(const std::string& kind);  // a bandwidth peak (B/s), not an operation rate  //
+                                             // $LAYERBENCH_PEAKS, else ~/.cache/layerbench/peaks-<host>.json
 
 }  // namespace lb::bench

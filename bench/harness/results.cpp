@@ -415,6 +415,7 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
     line << cli::fixed(times[times.size() / 2], 1) << " " << benchmark::GetTimeUnitString(last.time_unit)
          << "  " << cli::fixed(counter("lb_flop_per_s") / 1e9, 1) << " GFLOP/s";
     if (counter("lb_pct_peak") >= 0) line << "  " << cli::fixed(counter("lb_pct_peak"), 0) << "% of peak";
+    if (counter("lb_pct_bw") >= 0) line << "  " << cli::fixed(counter("lb_pct_bw"), 0) << "% of bandwidth";
     line << "  cpu " << cli::fixed(counter("lb_cpu_util_avg"), 0) << "%"
          << "  host +" << cli::fixed(counter("lb_host_peak_bytes") / 1e6, 1) << " MB  " << status
          << (noisy ? " (noisy)" : "");

@@ -76,21 +76,25 @@ Machine this_machine(const cli::RunArgs& args) {
 }
 
 // The peaks as numbers, for scripts: [{"kind", "dtype", "engine", "device", "threads",
-// "ops_per_second", "unit", "method"}] ("f32_fma" is dtype f32 on engine fma; a GPU's
-// copy bandwidth is in bytes per second).
+// "ops_per_second", "unit", "method"}] ("f32_fma" is dtype f32 on engine fma; bandwidths
+// — "bw_dram_triad", "bw_l2_read", a GPU's "d2d_copy" — have no dtype and are in bytes
+// per second).
 Json peaks_as_json(const Peaks& peaks) {
   Json all = Json::array();
   for (const Peak& p : peaks.all()) {
-    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
-    const std::string kind = gpu ? p.kind.substr(4) : p.kind;
-    const size_t cut = kind.find('_');
+    const bool gpu = p.kind.rfind("gpu_", 0) == 0, bytes = is_bandwidth(p.kind);
+    std::string kind = gpu ? p.kind.substr(4) : p.kind;
+    if (kind.rfind("bw_", 0) == 0) kind = kind.substr(3);
+    const size_t cut = bytes ? 0 : kind.find('_');
     all.push_back({{"kind", p.kind},
-                   {"dtype", kind.substr(0, cut)},
-                   {"engine", cut == std::string::npos ? "" : kind.substr(cut + 1)},
+                   {"dtype", bytes ? "" : kind.substr(0, cut)},
+                   {"engine", bytes                      ? kind
+                              : cut == std::string::npos ? ""
+                                                         : kind.substr(cut + 1)},
                    {"device", gpu ? "gpu" : "cpu"},
                    {"threads", p.threads},
                    {"ops_per_second", p.ops_per_second},
-                   {"unit", p.kind == "gpu_d2d_copy" ? "B/s" : "FLOP/s"},
+                   {"unit", bytes ? "B/s" : "FLOP/s"},
                    {"method", p.how}});
   }
   return all;
@@ -112,9 +116,8 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
   benchmark::AddCustomContext("layerbench_peaks", peaks_as_json(peaks).dump());
   for (const Peak& p : peaks.all()) {
     char buf[512];
-    const bool copy = p.kind == "gpu_d2d_copy";
-    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9, copy ? "GB/s" : "GFLOP/s",
-                  p.how.c_str());
+    std::snprintf(buf, sizeof buf, "%.1f %s (%s)", p.ops_per_second / 1e9,
+                  is_bandwidth(p.kind) ? "GB/s" : "GFLOP/s", p.how.c_str());
     const bool gpu = p.kind.rfind("gpu_", 0) == 0;
     benchmark::AddCustomContext(
         "layerbench_peak_" + p.kind + (gpu ? "" : "_threads" + std::to_string(p.threads)), buf);

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "bench/harness/probes.h"
+#include "bench/harness/sysinfo.h"
 #include "kernels/case_session.h"
 #include "kernels/device.h"
 #include "kernels/model.h"
@@ -19,11 +21,10 @@
 namespace lb::bench {
 namespace {
 
-// The last level cache's size, for cold runs.
+// The last level cache's size, for cold runs (64 MiB where unknown).
 size_t last_level_cache_bytes() {
-  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE})
-    if (long v = sysconf(name); v > 0) return size_t(v);
-  return size_t(64) << 20;
+  const size_t llc = cache_sizes().last_level;
+  return llc ? llc : size_t(64) << 20;
 }
 
 // Cold host cases rotate copies of their inputs (CaseSession::make_input_copies): as
@@ -211,6 +212,37 @@ double host_peak(const Active& a) {
   return double(above + a.session->reused_input_bytes());
 }
 
+// The memory level a host case's data lives in between its timed runs: DRAM for a cold
+// case or one whose minimum traffic is over twice the last-level cache (below that much
+// of it stays cached), else L2, whose bandwidth bounds every level between L1 and DRAM;
+// none when it fits in the L1 caches of its threads, where no bandwidth bounds it.
+std::optional<MemoryLevel> memory_level(const Case& c, const Model& m) {
+  const CacheSizes& caches = cache_sizes();
+  if (c.cold || m.min_bytes > 2.0 * double(last_level_cache_bytes())) return MemoryLevel::dram;
+  if (m.min_bytes <= double(caches.l1d) * c.threads) return std::nullopt;
+  return MemoryLevel::l2;
+}
+
+// % of peak (compute), % of bandwidth (the case's memory level), and where the roofline
+// puts the case: memory-bound when its arithmetic intensity is below the ridge point
+// (compute peak ÷ bandwidth), and its rate as a share of that roof, min(peak, AI × bandwidth).
+void set_ceiling_counters(benchmark::State& state, const Case& c, const Model& m, double seconds,
+                          const Peaks& peaks) {
+  auto& k = state.counters;
+  const bool gpu = c.kernel->info.device == Device::gpu;
+  const Peak* compute = peaks.find(c.problem.dt, c.threads, gpu);
+  if (compute) k["lb_pct_peak"] = 100.0 * m.flops / seconds / compute->ops_per_second;
+  const std::optional<MemoryLevel> level = gpu ? MemoryLevel::dram : memory_level(c, m);
+  const Peak* bw = level ? peaks.bandwidth(*level, c.threads, gpu) : nullptr;
+  if (!bw || m.min_bytes <= 0) return;
+  k["lb_pct_bw"] = 100.0 * m.min_bytes / seconds / bw->ops_per_second;
+  k["lb_bw_peak_bytes_per_s"] = bw->ops_per_second;
+  if (!compute) return;
+  const double roof = std::min(compute->ops_per_second, m.intensity * bw->ops_per_second);
+  k["lb_memory_bound"] = m.intensity * bw->ops_per_second < compute->ops_per_second ? 1 : 0;
+  k["lb_pct_roof"] = 100.0 * m.flops / seconds / roof;
+}
+
 void set_counters(benchmark::State& state, const Active& a, const Timed& t, double peak_bytes,
                   const RunOptions& o) {
   const Case& c = *a.c;
@@ -220,9 +252,7 @@ void set_counters(benchmark::State& state, const Active& a, const Timed& t, doub
   k["lb_flop_per_s"] = m.flops / seconds;
   k["lb_bytes_per_s"] = m.min_bytes / seconds;
   const bool gpu = c.kernel->info.device == Device::gpu;
-  if (o.peaks)
-    if (const Peak* peak = o.peaks->find(c.problem.dt, c.threads, gpu))
-      k["lb_pct_peak"] = 100.0 * m.flops / seconds / peak->ops_per_second;
+  if (o.peaks) set_ceiling_counters(state, c, m, seconds, *o.peaks);
   k["lb_host_peak_bytes"] = peak_bytes;
   k["lb_tensor_bytes"] = double(a.session->tensors().bytes());
   k["lb_scratch_bytes"] = double(a.session->kernel().scratch_bytes());

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -53,12 +54,59 @@ int cpu_cores() {
 
 namespace {
 
+// One cache's size from sysfs ("32K", "1024K", "32M"), 0 when absent.
+size_t sysfs_cache_bytes(int index, int* level, std::string* type) {
+  const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+  std::ifstream l(dir + "level"), t(dir + "type"), s(dir + "size");
+  std::string size;
+  if (!(l >> *level) || !(t >> *type) || !(s >> size) || size.empty()) return 0;
+  size_t n = 0;
+  try {
+    n = std::stoull(size);
+  } catch (const std::exception&) {
+    return 0;
+  }
+  switch (size.back()) {
+    case 'K':
+      return n << 10;
+    case 'M':
+      return n << 20;
+    case 'G':
+      return n << 30;
+    default:
+      return n;
+  }
+}
+
+CacheSizes read_cache_sizes() {
+  CacheSizes c;
+  for (int i = 0; i < 8; ++i) {
+    int level = 0;
+    std::string type;
+    const size_t bytes = sysfs_cache_bytes(i, &level, &type);
+    if (bytes == 0 || type == "Instruction") continue;
+    if (level == 1) c.l1d = bytes;
+    if (level == 2) c.l2 = bytes;
+    if (level >= 2) c.last_level = bytes;  // indices go up by level
+  }
+  auto conf = [](int name) { return std::max(0L, sysconf(name)); };
+  if (c.l1d == 0) c.l1d = size_t(conf(_SC_LEVEL1_DCACHE_SIZE));
+  if (c.l2 == 0) c.l2 = size_t(conf(_SC_LEVEL2_CACHE_SIZE));
+  if (c.last_level == 0) c.last_level = std::max(size_t(conf(_SC_LEVEL3_CACHE_SIZE)), c.l2);
+  return c;
+}
+
 std::vector<std::pair<std::string, std::string>>& noted() {
   static std::vector<std::pair<std::string, std::string>> facts;
   return facts;
 }
 
 }  // namespace
+
+const CacheSizes& cache_sizes() {
+  static const CacheSizes sizes = read_cache_sizes();
+  return sizes;
+}
 
 void note_context(const std::string& key, const std::string& value) {
   for (auto& [k, v] : noted())
@@ -88,6 +136,10 @@ std::vector<std::pair<std::string, std::string>> build_context() {
       {"layerbench_cpu_model", cpu_model()},
       {"layerbench_cpu_isa", cpu_isa()},
       {"layerbench_cpu_cores", std::to_string(cpu_cores())},
+      {"layerbench_cpu_caches", "L1d " + std::to_string(cache_sizes().l1d >> 10) + " KiB, L2 " +
+                                    std::to_string(cache_sizes().l2 >> 10) + " KiB, last level " +
+                                    std::to_string(cache_sizes().last_level >> 10) +
+                                    " KiB (per CPU 0's sysfs)"},
       {"layerbench_compiler", std::string("gcc ") + __VERSION__},
       {"layerbench_build", kBuildDescription},
       {"layerbench_git_commit", kGitCommit},

@@ -1,6 +1,7 @@
 // What a result needs to be read later: the machine, the build and the libraries.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,15 @@ std::string hostname();
 std::string cpu_model();  // /proc/cpuinfo "model name"
 std::string cpu_isa();    // the vector ISA extensions this CPU offers that kernels use
 int cpu_cores();          // logical CPUs this process may run on
+
+// Data cache capacities of CPU 0 in bytes, as Linux describes them
+// (/sys/devices/system/cpu/cpu0/cache; glibc's sysconf as a fallback, which on some VMs
+// sums the L3 over all the host's dies). 0 when unknown. The last level is the largest
+// level present (L3, else L2).
+struct CacheSizes {
+  size_t l1d = 0, l2 = 0, last_level = 0;
+};
+const CacheSizes& cache_sizes();
 
 // Key/value pairs for the JSON context: machine, compiler, flags, git commit, libraries,
 // then what note_context() recorded.

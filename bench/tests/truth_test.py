@@ -5,6 +5,8 @@
   plus what the kernel reports holding (scratchpad, reordered weights);
 - relu=separate costs one more output buffer than relu=inplace (output size +-5 % + 0.5 MB);
 - bf16 parameter bytes are half of f32's;
+- no case is above 100 % of its compute peak or its memory level's bandwidth, the context
+  has the bandwidth peaks, and a batch-1 layer is memory-bound, a batch-256 one compute-bound;
 - CPU utilisation is what the scheduler accounted for the same timed loop (its run time,
   from /proc/self/task/*/schedstat), and the threads asked for one core each (run + time
   waiting for a CPU). The whole sweep runs beside a process that keeps one core busy, so a
@@ -46,7 +48,20 @@ try:
         if p.returncode != 0:
             failures.append(f"layerbench run exited {p.returncode}")
         with open(out) as f:
-            runs = [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
+            doc = json.load(f)
+        runs = [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
+        # A memory-bound layer beside it (batch 1: the 64 MB of weights are read once per
+        # run, 0.5 FLOP per byte), for the bandwidth ceiling.
+        small = os.path.join(tmp, "small.json")
+        q = subprocess.run(args[:2] + ["--problem", "dense mb=1 ic=4096 oc=4096", "--kernel", ",".join(kernels),
+                                       "--dtype", "f32", "--relu", "none", "--threads", ",".join(map(str, threads)),
+                                       "--out", small, "--benchmark_min_time=0.3", "--benchmark_repetitions=1"],
+                           capture_output=True, text=True)
+        print(q.stdout[-1500:], q.stderr[-1000:])
+        if q.returncode != 0:
+            failures.append(f"layerbench run (batch 1) exited {q.returncode}")
+        with open(small) as f:
+            small_runs = [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
 finally:
     busy.kill()
     busy.wait()
@@ -105,6 +120,40 @@ for (kernel, dt, relu, t), r in sorted(by.items()):
         ratio = r["lb_pred_param_bytes"] / f32["lb_pred_param_bytes"]
         if abs(ratio - 0.5) > 0.01:
             failures.append(f"{kernel}: bf16/f32 parameter bytes = {ratio:.3f}")
+
+# No case above 100 % of a ceiling: a measured peak is the most the machine does, so a case
+# above it means the probe missed an engine or a memory level (checked against peaks
+# measured with every core to itself; contended ones are lower than the machine's).
+peaks = json.loads(doc["context"].get("layerbench_peaks", "[]"))
+contended = {p["threads"] for p in peaks if "CONTENDED" in p["method"]}
+for kind in ("bw_dram_read", "bw_dram_write", "bw_dram_triad", "bw_l2_read"):
+    if not any(p["kind"] == kind for p in peaks):
+        failures.append(f"the context has no {kind} peak")
+for r in runs + small_runs:
+    if r.get("error_occurred"):
+        continue
+    name, t = r["lb_case"], int(r["lb_case"].rsplit(":", 1)[1])
+    line = (f"{name}: {r.get('lb_pct_peak', -1):.0f}% of peak, {r.get('lb_pct_bw', -1):.0f}% of bandwidth, "
+            f"{'memory' if r.get('lb_memory_bound') else 'compute'}-bound, {r.get('lb_pct_roof', -1):.0f}% of its ceiling")
+    print(line)
+    for key in ("lb_pct_peak", "lb_pct_bw", "lb_pct_roof", "lb_memory_bound"):
+        if key not in r:
+            failures.append(f"{name}: no {key}")
+    if t in contended:
+        continue
+    # Allowances for a shared host: best-of-5 peaks still move a few % run to run, and a
+    # neighbour VM's memory traffic moves bandwidth more; a missed engine or level (AMX
+    # read against AVX-512: ~680 %) is far beyond either.
+    if r.get("lb_pct_peak", 0) > 105 or r.get("lb_pct_bw", 0) > 110:
+        failures.append(line + " (above a measured ceiling: over 105 % of peak or 110 % of bandwidth)")
+for r in small_runs:
+    if not r.get("error_occurred") and r.get("lb_memory_bound") != 1:
+        failures.append(f"{r['lb_case']}: batch 1 at 0.5 FLOP/B is not memory-bound")
+for r in runs:
+    if not r.get("error_occurred") and r.get("lb_memory_bound") != 0:
+        failures.append(f"{r['lb_case']}: batch 256 at 114 FLOP/B is not compute-bound")
+if contended:
+    print(f"note: peaks on {sorted(contended)} threads were measured contended; cases there are not held to them")
 
 if not by:
     failures.append("no case ran")

@@ -64,15 +64,33 @@ def _max(xs):
 # --- whitepaper table -------------------------------------------------------------------------
 
 
+def bound_of(cs):
+    """What bounds a set of cases on the roofline (lb_memory_bound: the case's arithmetic
+    intensity against the ridge point of its compute peak and memory level's bandwidth):
+    "memory", "compute", "memory 3 of 5" when mixed, None when no case has both ceilings."""
+    flags = [c.value("lb_memory_bound") for c in cs]
+    flags = [f for f in flags if f is not None]
+    if not flags:
+        return None
+    memory = sum(1 for f in flags if f >= 0.5)
+    if memory == len(flags):
+        return "memory"
+    if memory == 0:
+        return "compute"
+    return f"memory {memory} of {len(flags)}"
+
+
+
 def whitepaper(cases, dtype=BASE_DTYPE):
     """Per layer type x (device, backend, threads): sums over the problems every row of that
     type measured (so rows compare like with like), the fastest kernel of a backend per problem."""
     t = Table([("layer type", "type"), ("device", "device"), ("backend", "backend"), ("threads", "threads"),
                ("problems", "problems"), ("time Σ", "time_us_sum"), ("throughput GFLOP/s", "gflop_per_s"),
-               ("% of peak (median)", "pct_peak_median"), ("CPU util peak %", "cpu_util_peak_max"),
+               ("% of peak (median)", "pct_peak_median"), ("bound", "bound"),
+               ("% of its ceiling (median)", "pct_roof_median"), ("CPU util peak %", "cpu_util_peak_max"),
                ("host peak MB (max)", "host_peak_bytes_max"), ("device peak MB (max)", "device_peak_bytes_max"),
                ("GPU util % (median)", "gpu_util_avg_median")],
-              right=[False, False, False, True, True, True, True, True, True, True, True, True])
+              right=[False, False, False, True, True, True, True, True, False, True, True, True, True, True])
     own_set = []
     by_type: dict[str, dict[tuple, dict[str, Case]]] = defaultdict(lambda: defaultdict(dict))
     for c in cases:
@@ -94,14 +112,18 @@ def whitepaper(cases, dtype=BASE_DTYPE):
             flops = [c.flops for c in cs]
             gflops = sum(flops) / time_sum / 1e3 if None not in flops and time_sum > 0 else None
             pct = stats.median(c.value("lb_pct_peak") for c in cs)
+            bound = bound_of(cs)
+            roof = stats.median(c.value("lb_pct_roof") for c in cs)
             cpu_peak = _max(c.value("lb_cpu_util_peak") for c in cs)
             host = _max(c.host_peak for c in cs)
             dev = _max(c.device_peak for c in cs)
             gpu = stats.median(c.value("lb_gpu_util_avg") for c in cs)
             device, backend, threads = key
             t.add([typ, device, backend, threads or "—", len(cs), fmt_time(time_sum), fmt_num(gflops),
-                   fmt_pct(pct), fmt_num(cpu_peak, 3), fmt_mb(host), fmt_mb(dev), fmt_num(gpu)],
-                  [typ, device, backend, threads, len(cs), time_sum, gflops, pct, cpu_peak, host, dev, gpu])
+                   fmt_pct(pct), bound or "—", fmt_pct(roof), fmt_num(cpu_peak, 3), fmt_mb(host), fmt_mb(dev),
+                   fmt_num(gpu)],
+                  [typ, device, backend, threads, len(cs), time_sum, gflops, pct, bound, roof, cpu_peak, host, dev,
+                   gpu])
     return t, own_set
 
 
@@ -412,7 +434,8 @@ def cases_table(cases):
             ("device", "device"), ("op", "op"), ("type", "type"), ("dtype", "dtype"), ("relu", "relu"),
             ("threads", "threads"), ("cache", "cache"), ("blocking sync", "blocking_sync"), ("batch", "batch"),
             ("layer", "layer"), ("problem", "problem"), ("repetitions", "repetitions"), ("time", "time_us"),
-            ("CV", "cv"), ("GFLOP/s", "gflop_per_s"), ("% of peak", "pct_peak"), ("CPU util avg", "cpu_util_avg"),
+            ("CV", "cv"), ("GFLOP/s", "gflop_per_s"), ("% of peak", "pct_peak"), ("% of bandwidth", "pct_bw"),
+            ("bound", "bound"), ("% of its ceiling", "pct_roof"), ("CPU util avg", "cpu_util_avg"),
             ("CPU util peak", "cpu_util_peak"), ("host peak MB", "host_peak_bytes"), ("tensor MB", "tensor_bytes"),
             ("device peak MB", "device_peak_bytes"), ("GPU util avg", "gpu_util_avg"), ("MACs", "pred_macs"),
             ("reason", "reason")]
@@ -420,7 +443,8 @@ def cases_table(cases):
     for c in sorted(cases, key=lambda c: (c.source, c.name)):
         raw = [c.label, c.source, c.status, c.kernel, c.backend, c.device, c.op, c.type, c.dtype, c.relu, c.threads,
                c.cache, c.blocking_sync, c.batch, c.layer, c.problem, len(c.reps), c.time_us, c.cv, c.gflops,
-               c.value("lb_pct_peak"), c.value("lb_cpu_util_avg"), c.value("lb_cpu_util_peak"), c.host_peak,
+               c.value("lb_pct_peak"), c.value("lb_pct_bw"), bound_of([c]), c.value("lb_pct_roof"),
+               c.value("lb_cpu_util_avg"), c.value("lb_cpu_util_peak"), c.host_peak,
                c.value("lb_tensor_bytes"), c.device_peak, c.value("lb_gpu_util_avg"), c.value("lb_pred_macs"),
                c.error_message or c.reason]
         t.add([fmt_num(v) if isinstance(v, float) else ("" if v is None else v) for v in raw], raw)

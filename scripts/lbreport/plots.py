@@ -195,8 +195,9 @@ def _slug(s):
 
 
 def roofline(runs, cases, out_dir):
-    """One roofline per device (CPU model, GPU model): compute ceilings (and the memory roof
-    where the context has a bandwidth peak), each measured case at its arithmetic intensity."""
+    """One roofline per device (CPU model, GPU model): compute ceilings and memory roofs (DRAM
+    and L2 per thread count, a GPU's device memory) where the context has them, each measured
+    case at its arithmetic intensity."""
     run_of = {r.path: r for r in runs}
     devices = defaultdict(list)  # (device, model) -> cases
     for c in cases:
@@ -221,14 +222,23 @@ def roofline(runs, cases, out_dir):
         xs = [lo * (hi / lo) ** (i / 100) for i in range(101)]
         for i, p in enumerate(sorted(compute, key=lambda p: (p.kind, p.threads or 0))):
             label = f"peak {p.kind}" + (f" ×{p.threads}" if p.threads else "") + f" {p.per_second / 1e9:,.0f} G{p.unit}"
-            if bw:
-                ys = [min(p.per_second, x * bw[0].per_second) / 1e9 for x in xs]
-            else:
-                ys = [p.per_second / 1e9] * len(xs)
-            ax.plot(xs, ys, "--", color=f"C{i % 10}", linewidth=1, label=label)
-        if bw:
-            ax.plot(xs, [x * bw[0].per_second / 1e9 for x in xs], ":", color="gray",
-                    label=f"memory roof {bw[0].kind} {bw[0].per_second / 1e9:,.0f} GB/s")
+            ax.plot(xs, [p.per_second / 1e9] * len(xs), "--", color=f"C{i % 10}", linewidth=1, label=label)
+        # Memory roofs: the fastest stream of each level and thread count (DRAM: read, write or
+        # triad; L2: a read of a buffer held there), up to the highest compute ceiling.
+        roofs = {}
+        for p in bw:
+            level = "L2" if "l2" in p.kind else "device memory" if device == "gpu" else "DRAM"
+            key = (level, p.threads or 0)
+            if key not in roofs or p.per_second > roofs[key].per_second:
+                roofs[key] = p
+        top = max((p.per_second for p in compute), default=None)
+        for (level, threads), p in sorted(roofs.items()):
+            ys = [x * p.per_second / 1e9 for x in xs]
+            if top:
+                ys = [min(y, top / 1e9) for y in ys]
+            ax.plot(xs, ys, ":" if level != "L2" else "-.", color="gray" if level != "L2" else "silver",
+                    linewidth=1.0 if threads <= 1 else 1.8, label=f"{level} roof" + (f" ×{threads}" if threads else "") +
+                    f" {p.per_second / 1e9:,.0f} GB/s ({p.kind})")
         by = defaultdict(list)
         for c, ai in zip(cs, ais):
             by[(c.type, c.dtype)].append((ai, c.gflops))
