@@ -5,8 +5,10 @@
 //   packed   portable C++ 8×16 tile (ukernel_scalar.cpp): what packing + BLIS blocking buy
 //   avx2     5×16 AVX2 tile (ukernel_avx2.cpp)
 //   default  the best tile this CPU runs, chosen at run time from CPUID (AVX-512 14×32,
-//            else AVX2, else portable; $LB_CPU_ISA overrides), plus bf16 (vdpbf16ps) and
-//            int8 (vpdpbusd, u8 × s8 → s32, scaled to f32) where the CPU has them.
+//            else AVX2, else portable; $LB_CPU_ISA overrides), plus bf16 and int8 (u8 × s8
+//            → s32, scaled to f32) where the CPU has them: on AMX tiles (tdpbf16ps, tdpbusd;
+//            32×32, ukernel_amx.h) where the CPU and Linux allow them, else AVX-512
+//            (vdpbf16ps, vpdpbusd; LB_CPU_ISA=avx512 keeps an AMX host there).
 //
 // x is M×K (M = MB), W is N×K (N = OC): C = A·B with A = x (packed per call, MC rows at a
 // time) and B = Wᵀ, packed once in prepare() into NR-column panels (the weights do not
@@ -18,7 +20,8 @@
 // and edge tiles: ≥ 90 % of the FMA peak. Batch 1-16 × 4096 → 4096: 64 MB of W read once
 // per call against ≤ 0.5 GFLOP: memory-bound, time ≈ 64 MB / DRAM bandwidth, the same bound
 // oneDNN meets. bf16 halves W's bytes and doubles the tile's rate; int8 quarters and
-// quadruples them.
+// quadruples them. AMX: 16× (bf16) and 32× (int8) AVX-512's f32 peak per core for the tile
+// (ukernel_amx.h), so large batches become bound by packing x and the epilogue.
 #include <optional>
 
 #include "kernels/cpu/common.h"
@@ -48,15 +51,16 @@ class PackedDense final : public Kernel {
     relu_ = p.relu;
     dt_ = p.dt;
     isa_ = forced_ ? *forced_ : best_isa();
-    if (dt_ != DType::f32) isa_ = Isa::avx512;
+    if (dt_ != DType::f32) isa_ = Isa::avx512;  // the workspace's; AMX fits in it
+    path_ = dt_ == DType::f32 ? LowpPath::avx512 : lowp_path(elem());
     pool_ = std::make_unique<Pool>(ctx.threads);
     const Tensor& w = ts.at(Arg::wei);  // N×K: element (j, k) at j·K + k
     if (dt_ == DType::f32) {
       packed_ = Packed(isa_, false, d_.oc, d_.ic, Strided{w.as<float>(), d_.ic, 1});
     } else {
-      packed_ = pack_lowp_b(elem(), d_.oc, d_.ic, w.data(), d_.ic, 1);
+      packed_ = pack_lowp_b(elem(), path_, d_.oc, d_.ic, w.data(), d_.ic, 1);
       scale_ = float(ts.at(Arg::src).scale() * w.scale());
-      if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, d_.ic))
+      if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, path_, d_.ic))
         partials_ = AlignedBuffer<float>(size_t(d_.mb * d_.oc));
     }
     ws_ = Workspace(isa_, ctx.threads, true, false);
@@ -73,11 +77,11 @@ class PackedDense final : public Kernel {
       b.packed = &packed_;
       gemm_f32(isa_, d_.mb, d_.oc, d_.ic, a, b, static_cast<float*>(y), d_.oc, ep, ws_, pool_.get());
     } else if (dt_ == DType::bf16) {
-      gemm_lowp(Elem::bf16, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, 1.0f, partials_.data(), d_.oc,
+      gemm_lowp(Elem::bf16, path_, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, 1.0f, partials_.data(), d_.oc,
                 static_cast<uint16_t*>(y), d_.oc, ep, ws_, pool_.get());
     } else {
-      gemm_lowp(Elem::u8s8, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, scale_, static_cast<float*>(y), d_.oc,
-                nullptr, 0, ep, ws_, pool_.get());
+      gemm_lowp(Elem::u8s8, path_, d_.mb, d_.oc, d_.ic, x, d_.ic, packed_, scale_, static_cast<float*>(y),
+                d_.oc, nullptr, 0, ep, ws_, pool_.get());
     }
     relu_pass(relu_, ts, pool_.get());
   }
@@ -90,9 +94,13 @@ class PackedDense final : public Kernel {
   }
 
   std::string details() const override {
-    const Tile t = f32_tile(isa_);
-    const char* kind = dt_ == DType::bf16 ? " vdpbf16ps" : dt_ == DType::i8 ? " vpdpbusd" : "";
-    return "isa=" + std::string(name(isa_)) + kind + " tile=" + std::to_string(t.mr) + "x" +
+    if (dt_ == DType::f32) {
+      const Tile t = f32_tile(isa_);
+      return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
+    }
+    const Tile t = lowp_tile(path_);
+    return "isa=" + std::string(path_ == LowpPath::avx512 ? "avx512" : "amx") + " " +
+           std::string(lowp_instruction(elem(), path_)) + " tile=" + std::to_string(t.mr) + "x" +
            std::to_string(t.nr);
   }
   size_t scratch_bytes() const override { return packed_.bytes() + ws_.bytes() + partials_.bytes(); }
@@ -105,6 +113,7 @@ class PackedDense final : public Kernel {
   Relu relu_ = Relu::none;
   DType dt_ = DType::f32;
   Isa isa_ = Isa::scalar;
+  LowpPath path_ = LowpPath::avx512;  // bf16 and int8
   float scale_ = 1.0f;
   std::unique_ptr<Pool> pool_;
   Packed packed_;

@@ -2,7 +2,13 @@
 // block sizes. What each loop keeps where is in gemm.h; the micro-kernels in ukernel_*.cpp.
 #include "kernels/cpu/gemm.h"
 
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -12,6 +18,7 @@
 #include "kernels/common.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/ukernel.h"
+#include "kernels/cpu/ukernel_amx.h"
 
 namespace lb::cpu {
 
@@ -20,33 +27,60 @@ namespace lb::cpu {
 // of A per block (MC×KC in L2), NC columns of B per block packed per call (KC×NC in L3).
 struct Spec {
   int mr, nr, kg;
+  int ka;         // A panels' group, and what the depth is padded to: KG, or AMX's tile depth
   size_t ea, eb;  // bytes per element of A and B
   int64_t kc, mc, nc;
   void (*ukr)(const UkArgs&);
+  // AMX: run on each thread before its first tile and after its last (tile configuration).
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
 };
 
 namespace {
 
 constexpr Spec kSpecs[] = {
     // isa scalar: 8×16 portable C++; 16 KB B micro-panel
-    {8, 16, 1, 4, 4, 256, 128, 2048, ukr_f32_scalar},
+    {8, 16, 1, 1, 4, 4, 256, 128, 2048, ukr_f32_scalar},
     // avx2: 5×16, 16 KB B micro-panel, 145×256×4 = 145 KB A block
-    {5, 16, 1, 4, 4, 256, 145, 2048, ukr_f32_avx2},
+    {5, 16, 1, 1, 4, 4, 256, 145, 2048, ukr_f32_avx2},
     // avx512: 14×32. KC = 1024: the B micro-panel (128 KB) and A micro-panel (56 KB) stream
     // from L2 (≈ 13 B per cycle needed of its ~64), and C is read and written once per 1024
     // of depth instead of once per 256 — measured 79 % → 85 % of peak on the 1024³ GEMM.
     // MC = 112: the A block (448 KB) and a B micro-panel share the 1 MB L2.
-    {14, 32, 1, 4, 4, 1024, 112, 1024, ukr_f32_avx512},
+    {14, 32, 1, 1, 4, 4, 1024, 112, 1024, ukr_f32_avx512},
 };
 // Low precision on AVX-512 keep the tile and the bytes of each block: KC counts elements.
-constexpr Spec kBf16 = {14, 32, 2, 2, 2, 2048, 112, 2048, ukr_bf16_avx512};
-constexpr Spec kU8s8 = {14, 32, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512};
+constexpr Spec kBf16 = {14, 32, 2, 2, 2, 2, 2048, 112, 2048, ukr_bf16_avx512};
+constexpr Spec kU8s8 = {14, 32, 4, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512};
+// AMX (ukernel_amx.h): 32×32 tiles, A in 32-row panels of tile rows (32 bf16 / 64 u8 deep),
+// B in the same 32-column panels as AVX-512. KC = 512 bf16 / 1024 u8: the B micro-panel
+// (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A block (256 KB)
+// in L2, within the A buffer of an AVX-512 workspace (448 KB, checked in gemm_lowp).
+constexpr Spec amx_spec(Elem e, void (*ukr)(const UkArgs&), void (*begin)(), void (*end)()) {
+  return e == Elem::bf16 ? Spec{32, 32, 2, 32, 2, 2, 512, 256, 2048, ukr, begin, end}
+                         : Spec{32, 32, 4, 64, 1, 1, 1024, 256, 2048, ukr, begin, end};
+}
+constexpr Spec kBf16Amx = amx_spec(Elem::bf16, ukr_bf16_amx, amx_configure, amx_release);
+constexpr Spec kU8s8Amx = amx_spec(Elem::u8s8, ukr_u8s8_amx, amx_configure, amx_release);
+constexpr Spec kBf16AmxEmulated =
+    amx_spec(Elem::bf16, ukr_bf16_amx_emulated, amx_configure_emulated, amx_release_emulated);
+constexpr Spec kU8s8AmxEmulated =
+    amx_spec(Elem::u8s8, ukr_u8s8_amx_emulated, amx_configure_emulated, amx_release_emulated);
 
 const Spec& spec_of(Isa isa) {
   return kSpecs[int(isa)];
 }
-const Spec& spec_of(Elem e) {
-  return e == Elem::bf16 ? kBf16 : kU8s8;
+const Spec& spec_of(Elem e, LowpPath path) {
+  const bool bf16 = e == Elem::bf16;
+  switch (path) {
+    case LowpPath::amx:
+      return bf16 ? kBf16Amx : kU8s8Amx;
+    case LowpPath::amx_emulated:
+      return bf16 ? kBf16AmxEmulated : kU8s8AmxEmulated;
+    case LowpPath::avx512:
+      break;
+  }
+  return bf16 ? kBf16 : kU8s8;
 }
 
 // d[k·R + i] = s[i·rs + k] for i < R, k < kc, with R fixed at compile time.
@@ -106,6 +140,12 @@ void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count,
           std::memcpy(&d32[w * r + i], row + w * kg, 4);
         if (tail) std::memcpy(&d32[words * r + i], row + words * kg, size_t(tail) * sizeof(T));
       }
+    } else if (cs == 1 && kg * sizeof(T) == 64) {
+      // AMX tile rows (A panels): a row's kg elements of one step are one 64-byte copy.
+      for (int i = 0; i < rows; ++i)
+        for (int64_t k = 0; k < k_valid; k += kg)
+          std::memcpy(d + (k / kg) * r * kg + i * kg, s + i * rs + k,
+                      size_t(std::min<int64_t>(kg, k_valid - k)) * sizeof(T));
     } else {
       for (int i = 0; i < rows; ++i)
         for (int64_t k = 0; k < k_valid; ++k)
@@ -128,10 +168,11 @@ Side side_of(const Operand& o) {
   return {nullptr, o.strided.p, o.strided.rs, o.strided.cs, nullptr};
 }
 
-// The micro-panels of [i0, i0+count) × [k0, k0+kc) of one side: in place when packed,
-// else packed into buf. Returns the first panel and sets the stride between panels.
-const std::byte* panels(const Spec& s, const Side& side, int r, int64_t i0, int64_t count, int64_t k0,
-                        int64_t kc, int64_t k_total, size_t elem, std::byte* buf, int64_t& stride) {
+// The micro-panels of [i0, i0+count) × [k0, k0+kc) of one side, in groups of kg: in place
+// when packed, else packed into buf. Returns the first panel and sets the stride between
+// panels.
+const std::byte* panels(const Side& side, int r, int kg, int64_t i0, int64_t count, int64_t k0, int64_t kc,
+                        int64_t k_total, size_t elem, std::byte* buf, int64_t& stride) {
   if (side.packed) {
     stride = side.packed->panel_stride_bytes();
     return side.packed->panel_bytes(i0 / r, k0);
@@ -140,13 +181,13 @@ const std::byte* panels(const Spec& s, const Side& side, int r, int64_t i0, int6
   if (side.pack) {
     (*side.pack)(i0, count, k0, kc, r, reinterpret_cast<float*>(buf));
   } else if (elem == 4) {
-    pack_strided(static_cast<const float*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, s.kg,
+    pack_strided(static_cast<const float*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
                  reinterpret_cast<float*>(buf));
   } else if (elem == 2) {
-    pack_strided(static_cast<const uint16_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, s.kg,
+    pack_strided(static_cast<const uint16_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
                  reinterpret_cast<uint16_t*>(buf));
   } else {
-    pack_strided(static_cast<const uint8_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, s.kg,
+    pack_strided(static_cast<const uint8_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
                  reinterpret_cast<uint8_t*>(buf));
   }
   return buf;
@@ -164,7 +205,7 @@ struct Out {
 // [cols.first, cols.last) (whole NR panels).
 void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, const Out& out,
            const Epilogue& ep, std::byte* abuf, size_t abytes, std::byte* bbuf, Range cols) {
-  const int64_t kpad = round_up(k, s.kg);
+  const int64_t kpad = round_up(k, s.ka);
   // A single row panel (small-batch dense, the LSTM's recurrence) does too little work per
   // B element for C's reloads between K slices to matter, while slicing K would read each B
   // panel in KC-deep pieces 32 KB apart: one slice, B read front to back.
@@ -176,18 +217,19 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
   u.relu = ep.relu;
   u.ldc = out.ldc;
   u.ldo = out.ldo;
+  if (s.begin) s.begin();
   for (int64_t jc = cols.first; jc < cols.last; jc += s.nc) {
     const int64_t nc = std::min(s.nc, cols.last - jc);
     for (int64_t pc = 0; pc < kpad; pc += kc_max) {
       const int64_t kc = std::min(kc_max, kpad - pc);
       int64_t bstride = 0, astride = 0;
-      const std::byte* bblk = panels(s, b, s.nr, jc, nc, pc, kc, k, s.eb, bbuf, bstride);
+      const std::byte* bblk = panels(b, s.nr, s.kg, jc, nc, pc, kc, k, s.eb, bbuf, bstride);
       u.kc = kc;
       u.load_c = pc > 0 || ep.accumulate;
       u.last = pc + kc >= kpad;
       for (int64_t ic = rows.first; ic < rows.last; ic += s.mc) {
         const int64_t mc = std::min(s.mc, rows.last - ic);
-        const std::byte* ablk = panels(s, a, s.mr, ic, mc, pc, kc, k, s.ea, abuf, astride);
+        const std::byte* ablk = panels(a, s.mr, s.ka, ic, mc, pc, kc, k, s.ea, abuf, astride);
         for (int64_t jr = 0; jr < nc; jr += s.nr) {
           u.b = bblk + (jr / s.nr) * bstride;
           u.n = int(std::min<int64_t>(s.nr, nc - jr));
@@ -204,6 +246,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
       }
     }
   }
+  if (s.end) s.end();
 }
 
 void run_split(const Spec& s, int64_t m, int64_t n, int64_t k, const Side& a, const Side& b, const Out& out,
@@ -251,6 +294,109 @@ bool isa_supported(Isa isa) {
   return false;
 }
 
+namespace {
+
+// CPUID.(EAX=7, ECX=0):EDX bits 24, 22 and 25.
+struct AmxCpuid {
+  bool tile = false, bf16 = false, int8 = false;
+};
+AmxCpuid amx_cpuid() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return {};
+  return {(d >> 24 & 1u) != 0, (d >> 22 & 1u) != 0, (d >> 25 & 1u) != 0};
+}
+
+// Linux hands a process the tile data state (XTILEDATA, 8 KB per thread's saved state)
+// only on request, arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), Linux 5.16 on;
+// without it the first tile instruction faults. Asked once per process, for all its
+// threads: empty when granted, else the refusal's errno text.
+const std::string& xtiledata_refusal() {
+  static const std::string why = []() -> std::string {
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0) return {};
+    const int err = errno;
+    return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")";
+  }();
+  return why;
+}
+
+// $LB_CPU_ISA, validated: the ISA of the f32 micro-kernels and whether it named amx.
+struct Forced {
+  Isa isa;
+  bool amx;
+};
+std::optional<Forced> forced_choice() {
+  const char* env = std::getenv("LB_CPU_ISA");
+  if (!env) return std::nullopt;
+  if (std::string_view(env) == "amx") {
+    for (Elem e : {Elem::bf16, Elem::u8s8})
+      if (const std::string why = amx_reason(e); !why.empty()) throw Error("LB_CPU_ISA=amx: " + why);
+    return Forced{Isa::avx512, true};  // AMX has no f32 products: f32 stays on AVX-512
+  }
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (name(isa) != env) continue;
+    if (!isa_supported(isa))
+      throw Error("LB_CPU_ISA=" + std::string(env) + ": this CPU has no " + std::string(env));
+    return Forced{isa, false};
+  }
+  throw Error("LB_CPU_ISA=" + std::string(env) + ": expected one of scalar avx2 avx512 amx");
+}
+
+}  // namespace
+
+std::string amx_reason(Elem e) {
+  if (e == Elem::f32) return "AMX has no f32 products";
+  const AmxCpuid id = amx_cpuid();
+  if (!id.tile) return "no AMX: CPUID lacks amx_tile";
+  if (e == Elem::bf16 && !id.bf16) return "no AMX: CPUID lacks amx_bf16";
+  if (e == Elem::u8s8 && !id.int8) return "no AMX: CPUID lacks amx_int8";
+  if (!isa_supported(Isa::avx512) || !__builtin_cpu_supports("avx512bf16"))
+    return "AMX's epilogue needs AVX-512 with AVX512_BF16, which this CPU lacks";
+  if (const std::string& why = xtiledata_refusal(); !why.empty())
+    return "Linux refused XTILEDATA permission: " + why;
+  return {};
+}
+
+namespace {
+std::atomic<int> lowp_path_override{-1};  // a LowpPath while a LowpPathOverride is alive
+}  // namespace
+
+LowpPathOverride::LowpPathOverride(LowpPath path) {
+  lowp_path_override = int(path);
+}
+LowpPathOverride::~LowpPathOverride() {
+  lowp_path_override = -1;
+}
+
+LowpPath lowp_path(Elem e) {
+  if (const int forced = lowp_path_override; forced >= 0 && e != Elem::f32) return LowpPath(forced);
+  // Read once, as best_isa() is.
+  static const bool amx[2] = {amx_reason(Elem::bf16).empty(), amx_reason(Elem::u8s8).empty()};
+  static const bool forced_below_amx = [] {
+    const std::optional<Forced> f = forced_choice();
+    return f && !f->amx;
+  }();
+  if (e == Elem::f32 || forced_below_amx) return LowpPath::avx512;
+  return amx[e == Elem::bf16 ? 0 : 1] ? LowpPath::amx : LowpPath::avx512;
+}
+
+Tile lowp_tile(LowpPath path) {
+  return path == LowpPath::avx512 ? f32_tile(Isa::avx512) : Tile{amx::kMR, amx::kNR};
+}
+
+std::string_view lowp_instruction(Elem e, LowpPath path) {
+  const bool bf16 = e == Elem::bf16;
+  switch (path) {
+    case LowpPath::amx:
+      return bf16 ? "tdpbf16ps" : "tdpbusd";
+    case LowpPath::amx_emulated:
+      return bf16 ? "tdpbf16ps (emulated)" : "tdpbusd (emulated)";
+    case LowpPath::avx512:
+      break;
+  }
+  return bf16 ? "vdpbf16ps" : "vpdpbusd";
+}
+
 std::string elem_reason(Elem e) {
   const char* what =
       e == Elem::bf16 ? "bf16 needs AVX512_BF16 (vdpbf16ps)" : "int8 needs AVX512_VNNI (vpdpbusd)";
@@ -259,6 +405,7 @@ std::string elem_reason(Elem e) {
       return {};
     case Elem::bf16:
     case Elem::u8s8:
+      if (lowp_path(e) != LowpPath::avx512) return {};
       if (!isa_supported(Isa::avx512) ||
           !(e == Elem::bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512vnni")))
         return std::string(what) + ", which this CPU lacks";
@@ -276,15 +423,9 @@ bool elem_supported(Elem e) {
 }
 
 std::optional<Isa> forced_isa() {
-  const char* env = std::getenv("LB_CPU_ISA");
-  if (!env) return std::nullopt;
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-    if (name(isa) != env) continue;
-    if (!isa_supported(isa))
-      throw Error("LB_CPU_ISA=" + std::string(env) + ": this CPU has no " + std::string(env));
-    return isa;
-  }
-  throw Error("LB_CPU_ISA=" + std::string(env) + ": expected one of scalar avx2 avx512");
+  const std::optional<Forced> f = forced_choice();
+  if (!f) return std::nullopt;
+  return f->isa;
 }
 
 Isa best_isa() {
@@ -298,11 +439,18 @@ Isa best_isa() {
 }
 
 std::string isa_context() {
-  const std::optional<Isa> forced = forced_isa();
+  const std::optional<Forced> forced = forced_choice();
   if (!forced) return "none";
+  if (forced->amx)
+    return "amx (bf16 and int8 micro-kernels of dense and lstm on AMX tiles; f32 micro-kernels of dense, "
+           "conv2d, lstm and depthwise conv2d on avx512; not forced: dense.cpu.packed and dense.cpu.avx2, "
+           "whose ISA is their id, onednn and eigen)";
   std::string out =
-      std::string(name(*forced)) + " (f32 micro-kernels of dense, conv2d, lstm and depthwise conv2d";
-  if (*forced != Isa::avx512) out += "; bf16 and int8, AVX-512 only, are unsupported";
+      std::string(name(forced->isa)) + " (f32 micro-kernels of dense, conv2d, lstm and depthwise conv2d";
+  if (forced->isa != Isa::avx512)
+    out += "; bf16 and int8, AVX-512 or AMX only, are unsupported";
+  else if (amx_cpuid().tile)
+    out += "; bf16 and int8 on AVX-512, not AMX";
   return out + "; not forced: dense.cpu.packed and dense.cpu.avx2, whose ISA is their id, onednn and eigen)";
 }
 
@@ -322,12 +470,12 @@ Packed::Packed(Isa isa, bool side_rows, int64_t n, int64_t k, const Strided& src
 }
 
 struct PackedAccess {
-  static Packed make(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
-    const Spec& s = spec_of(e);
+  static Packed make(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
+    const Spec& s = spec_of(e, path);
     Packed p;
     p.r_ = s.nr;
     p.n_ = n;
-    p.k_ = round_up(k, s.kg);
+    p.k_ = round_up(k, s.ka);
     p.elem_bytes_ = s.eb;
     p.panels_ = ceil_div(n, p.r_);
     p.data_ = AlignedBuffer<std::byte>(p.bytes());
@@ -345,8 +493,11 @@ const std::byte* Packed::panel_bytes(int64_t q, int64_t k0) const {
   return data_.data() + (q * k_ + k0) * r_ * int64_t(elem_bytes_);
 }
 
+Packed pack_lowp_b(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
+  return PackedAccess::make(e, path, n, k, w, rs, cs);
+}
 Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
-  return PackedAccess::make(e, n, k, w, rs, cs);
+  return pack_lowp_b(e, lowp_path(e), n, k, w, rs, cs);
 }
 
 Workspace::Workspace(Isa isa, int threads, bool pack_a, bool pack_b, int64_t max_k) {
@@ -379,17 +530,30 @@ void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a,
         Range{0, n});
 }
 
+bool lowp_needs_partials(Elem e, LowpPath path, int64_t k) {
+  const Spec& s = spec_of(e, path);
+  return round_up(k, s.ka) > s.kc;
+}
 bool lowp_needs_partials(Elem e, int64_t k) {
-  return round_up(k, spec_of(e).kg) > spec_of(e).kc;
+  return lowp_needs_partials(e, lowp_path(e), k);
 }
 
+void gemm_lowp(Elem e, LowpPath path, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+               const Packed& b, float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo,
+               const Epilogue& ep, const Workspace& ws, Pool* pool) {
+  if (ep.accumulate) throw Error("gemm_lowp: accumulate is not supported");
+  const Spec& s = spec_of(e, path);
+  if (b.k() != round_up(k, s.ka)) throw Error("gemm_lowp: B was packed for another path or depth");
+  if (size_t(s.mc * s.kc) * s.ea > ws.a_bytes())
+    throw Error("gemm_lowp: the workspace's A block is too small");
+  const Side sa{nullptr, a, lda, 1, nullptr};
+  const Side sb{&b, nullptr, 0, 0, nullptr};
+  run_split(s, m, n, k, sa, sb, Out{c, ldc, out_bf16, ldo, scale}, ep, ws, pool);
+}
 void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b,
                float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
                const Workspace& ws, Pool* pool) {
-  if (ep.accumulate) throw Error("gemm_lowp: accumulate is not supported");
-  const Side sa{nullptr, a, lda, 1, nullptr};
-  const Side sb{&b, nullptr, 0, 0, nullptr};
-  run_split(spec_of(e), m, n, k, sa, sb, Out{c, ldc, out_bf16, ldo, scale}, ep, ws, pool);
+  gemm_lowp(e, lowp_path(e), m, n, k, a, lda, b, scale, c, ldc, out_bf16, ldo, ep, ws, pool);
 }
 
 }  // namespace lb::cpu

@@ -40,8 +40,9 @@ std::string_view name(Isa isa);
 Isa best_isa();
 bool isa_supported(Isa isa);
 // The ISA $LB_CPU_ISA forces, nullopt when it is unset; throws lb::Error naming the value
-// when it is not scalar, avx2 or avx512, or this CPU lacks that ISA. register_cpu()
-// asks first, so a bad value stops a command before anything runs.
+// when it is not scalar, avx2, avx512 or amx, or this CPU lacks that ISA. register_cpu()
+// asks first, so a bad value stops a command before anything runs. amx (bf16 and int8 on
+// AMX tiles, see lowp_path()) gives avx512, the ISA of the f32 micro-kernels under it.
 std::optional<Isa> forced_isa();
 // The results context's account of $LB_CPU_ISA: "none", or the ISA forced, what it
 // applies to and what it cannot force (layerbench_cpu_isa_forced).
@@ -132,27 +133,62 @@ void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const 
 void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,
                      int64_t ldc, const Epilogue& ep, const Workspace& ws, int tid);
 
-// Low precision (AVX-512 only): bf16 × bf16 with f32 accumulation (vdpbf16ps) and
-// u8 × s8 with s32 accumulation (vpdpbusd). The element kind of a packed operand.
+// Low precision (AVX-512 or AMX): bf16 × bf16 with f32 accumulation (vdpbf16ps,
+// tdpbf16ps) and u8 × s8 with s32 accumulation (vpdpbusd, tdpbusd). The element kind of a
+// packed operand.
 enum class Elem { f32, bf16, u8s8 };
-// Empty when the micro-kernel of an element kind runs: this CPU has its instructions
-// (avx512_bf16 / avx512_vnni) and $LB_CPU_ISA does not force an ISA below AVX-512;
-// else the reason, as a kernel's supports() gives it.
+
+// The code a low-precision GEMM runs on: AVX-512's 14×32 register tiles, AMX's 32×32 tiles
+// (ukernel_amx.h), or those AMX tiles emulated in portable C++ from the instructions'
+// documented semantics — for tests of the tile path on any host; lowp_path() never picks it.
+enum class LowpPath { avx512, amx, amx_emulated };
+// Empty when AMX runs an element kind here: CPUID has amx_tile and amx_bf16 / amx_int8,
+// the epilogue's AVX-512 (F, BW, VL, DQ, BF16) is there, and Linux granted this process
+// the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, asked once); else
+// why not ("no AMX: CPUID lacks amx_tile", "Linux refused XTILEDATA permission: ...").
+std::string amx_reason(Elem e);
+// The path this process's low-precision GEMMs take: amx where amx_reason() is empty and
+// $LB_CPU_ISA is unset or amx, else avx512 (LB_CPU_ISA=avx512 keeps AMX hosts on it).
+LowpPath lowp_path(Elem e);
+// For tests: while one is alive, lowp_path() answers `path` for both element kinds, so that
+// dense.cpu.default runs on the emulated tiles against the reference on any host (the LSTM
+// cell of bf16 still needs AVX-512). One at a time; not for use while kernels run.
+class LowpPathOverride {
+ public:
+  explicit LowpPathOverride(LowpPath path);
+  ~LowpPathOverride();
+  LowpPathOverride(const LowpPathOverride&) = delete;
+  LowpPathOverride& operator=(const LowpPathOverride&) = delete;
+};
+// Empty when the micro-kernel of an element kind runs: this CPU has AMX for it (above) or
+// the AVX-512 instructions (avx512_bf16 / avx512_vnni), and $LB_CPU_ISA does not force an
+// ISA below AVX-512; else the reason, as a kernel's supports() gives it.
 std::string elem_reason(Elem e);
 bool elem_supported(Elem e);
+// The C tile of a low-precision path (AVX-512 keeps f32's 14×32; AMX 32×32).
+Tile lowp_tile(LowpPath path);
+// "vdpbf16ps", "tdpbf16ps (emulated)", ...: the instruction a path multiplies with.
+std::string_view lowp_instruction(Elem e, LowpPath path);
 
 // A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
-// W (N×K, bf16 or s8 storage) is w[j*rs + k*cs].
+// W (N×K, bf16 or s8 storage) is w[j*rs + k*cs]. The same 32-column panels serve AVX-512
+// and AMX; AMX pads the depth to its tile's (32 bf16 / 64 u8), so a Packed is for one path.
 Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
+Packed pack_lowp_b(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
 
 // C = scale · A·B + epilogue, A row-major M×K (bf16 or u8 storage, row stride lda), B from
 // pack_lowp_b. bf16: the result is written as bf16 to out_bf16 (row stride ldo) and `c` is
 // an f32 M×N scratch for partial sums (needed only when K is deeper than one slice,
 // lowp_needs_partials()) — or, with out_bf16 null, the result is f32 in c; u8s8: the
-// result is f32 in c. ep.accumulate is not supported.
+// result is f32 in c. ep.accumulate is not supported. The path is lowp_path(e), or the one
+// given, which b must have been packed for; ws is an AVX-512 workspace (Isa::avx512).
 void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const Packed& b,
                float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
                const Workspace& ws, Pool* pool);
+void gemm_lowp(Elem e, LowpPath path, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+               const Packed& b, float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo,
+               const Epilogue& ep, const Workspace& ws, Pool* pool);
 bool lowp_needs_partials(Elem e, int64_t k);
+bool lowp_needs_partials(Elem e, LowpPath path, int64_t k);
 
 }  // namespace lb::cpu

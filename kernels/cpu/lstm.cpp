@@ -37,7 +37,8 @@
 // degree-7 Taylor polynomial, error < 2 ulp); tanh below |x| = 0.5 is its odd Taylor
 // series instead, which keeps its relative error small where 1 - 2/(e^2x + 1) cancels.
 // bf16 (AVX512_BF16): x, W, h0 and y stored as bf16, c and bias f32, as oneDNN has them.
-// The products run on vdpbf16ps (gemm_lowp, f32 results); h·W_hᵀ goes to its own buffer Z,
+// The products run on AMX's tdpbf16ps where the CPU and Linux allow it, else vdpbf16ps
+// (gemm_lowp, f32 results; lowp_path()); h·W_hᵀ goes to its own buffer Z,
 // which the cell adds (gemm_lowp does not accumulate), and h_t is rounded to bf16 each
 // step, being the next step's bf16 operand.
 // Buffers (prepare()): the A chunk, Z (bf16), c, and two T·N × H sequences that layers
@@ -381,7 +382,8 @@ class CpuLstm final : public Kernel {
       ly.wx = pack_slices(wx + wx_at * elem, ly.width, perm);
       ly.wh = pack_slices(wh + l * G * H * elem, H, perm);
     }
-    chunk_ = chunk_steps(T, N, f32_tile(isa_).mr);  // bf16 keeps f32's 14-row tile
+    // bf16: the low-precision path's tile (AVX-512 keeps f32's 14 rows, AMX has 32).
+    chunk_ = chunk_steps(T, N, bf16_ ? lowp_tile(lowp_path(Elem::bf16)).mr : f32_tile(isa_).mr);
     a_ = AlignedBuffer<float>(size_t(chunk_ * N * G));
     c_ = AlignedBuffer<float>(size_t(N * H));
     const size_t seq = size_t(T * N * H);
@@ -426,8 +428,8 @@ class CpuLstm final : public Kernel {
   }
 
   std::string details() const override {
-    return std::string(bf16_ ? "vdpbf16ps" : name(isa_)) + ", " + std::to_string(u_) + "-unit gate blocks, " +
-           std::to_string(chunk_) + " steps per input GEMM";
+    return std::string(bf16_ ? lowp_instruction(Elem::bf16, lowp_path(Elem::bf16)) : name(isa_)) + ", " +
+           std::to_string(u_) + "-unit gate blocks, " + std::to_string(chunk_) + " steps per input GEMM";
   }
 
   size_t scratch_bytes() const override {

@@ -63,9 +63,9 @@ TEST(Cpu, ForcedIsaIsValidated) {
     }
   };
   EXPECT_EQ(forced_with("scalar"), "scalar");
-  EXPECT_EQ(forced_with("bogus"), "LB_CPU_ISA=bogus: expected one of scalar avx2 avx512");
-  EXPECT_EQ(forced_with("AVX2"), "LB_CPU_ISA=AVX2: expected one of scalar avx2 avx512");
-  EXPECT_EQ(forced_with(""), "LB_CPU_ISA=: expected one of scalar avx2 avx512");
+  EXPECT_EQ(forced_with("bogus"), "LB_CPU_ISA=bogus: expected one of scalar avx2 avx512 amx");
+  EXPECT_EQ(forced_with("AVX2"), "LB_CPU_ISA=AVX2: expected one of scalar avx2 avx512 amx");
+  EXPECT_EQ(forced_with(""), "LB_CPU_ISA=: expected one of scalar avx2 avx512 amx");
   if (!cpu::isa_supported(cpu::Isa::avx512)) {
     EXPECT_EQ(forced_with("avx512"), "LB_CPU_ISA=avx512: this CPU has no avx512");
   }
