@@ -21,6 +21,9 @@
 #include "bench/harness/probes.h"
 #include "bench/harness/sysinfo.h"
 #include "kernels/device.h"
+#ifdef LB_HAVE_CPU
+#include "kernels/cpu/gemm.h"
+#endif
 
 namespace lb::bench {
 namespace {
@@ -96,6 +99,74 @@ __attribute__((target("avx512f,avx512vnni"))) float i8_dot_avx512(long iters) {
   int out[16];
   _mm512_storeu_si512(out, s);
   return float(out[0] + out[15]);
+}
+
+// AVX-512 FP16: vfmadd231ph, 32 half lanes.
+__attribute__((target("avx512f,avx512fp16"))) float f16_fma_avx512(long iters) {
+  __m512h acc[kChains];
+  for (int j = 0; j < kChains; ++j)
+    acc[j] = _mm512_set1_ph(_Float16(j));
+  const __m512h x = _mm512_set1_ph(_Float16(0.999f)), y = _mm512_set1_ph(_Float16(1e-3f));
+  for (long i = 0; i < iters; ++i)
+    for (int j = 0; j < kChains; ++j)
+      acc[j] = _mm512_fmadd_ph(acc[j], x, y);
+  __m512h s = acc[0];
+  for (int j = 1; j < kChains; ++j)
+    s = _mm512_add_ph(s, acc[j]);
+  return first_and_last(_mm512_castph_ps(s));
+}
+
+// AMX: four independent 16×16 accumulator tiles (tmm0-3), each step four products of the
+// A tiles tmm4-5 and the B tiles tmm6-7 (loaded once from non-zero data), as the tile
+// GEMM's 2×2 micro-kernel issues them. Written as assembly: it needs no compiler flags,
+// and the probe runs only where CPUID and Linux allow the tiles (amx_permission()).
+struct alignas(64) AmxConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+template <bool Int8>
+float amx_dot(long iters) {
+  static const AmxConfig config;
+  alignas(64) static uint8_t data[16 * 64];
+  for (size_t i = 0; i < sizeof data; ++i)
+    data[i] = uint8_t(Int8 ? 1 + i % 7 : (i % 2 ? 0x3f : 0x80));  // small u8/s8; bf16 ~0.5
+  asm volatile("ldtilecfg %0" ::"m"(config));
+  asm volatile(
+      "tileloadd (%0,%1,1), %%tmm4\n\t"
+      "tileloadd (%0,%1,1), %%tmm5\n\t"
+      "tileloadd (%0,%1,1), %%tmm6\n\t"
+      "tileloadd (%0,%1,1), %%tmm7\n\t"
+      "tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::"r"(data),
+      "r"(int64_t(64))
+      : "memory");
+  for (long i = 0; i < iters; ++i) {
+    if constexpr (Int8)
+      asm volatile(
+          "tdpbusd %tmm6, %tmm4, %tmm0\n\ttdpbusd %tmm7, %tmm4, %tmm1\n\t"
+          "tdpbusd %tmm6, %tmm5, %tmm2\n\ttdpbusd %tmm7, %tmm5, %tmm3");
+    else
+      asm volatile(
+          "tdpbf16ps %tmm6, %tmm4, %tmm0\n\ttdpbf16ps %tmm7, %tmm4, %tmm1\n\t"
+          "tdpbf16ps %tmm6, %tmm5, %tmm2\n\ttdpbf16ps %tmm7, %tmm5, %tmm3");
+  }
+  alignas(64) static thread_local float out[16 * 16];
+  asm volatile("tilestored %%tmm3, (%0,%1,1)\n\ttilerelease" ::"r"(out), "r"(int64_t(64)) : "memory");
+  return out[0] + out[255];
+}
+
+// Empty when this process may use AMX tiles for bf16 and int8 — the CPU has them and
+// Linux granted the tile data (the cpu backend asks once per process: kernels/cpu/gemm.h)
+// — else why not. The context says which.
+std::string amx_permission() {
+#ifdef LB_HAVE_CPU
+  const std::string bf16 = cpu::amx_reason(cpu::Elem::bf16);
+  return bf16.empty() ? cpu::amx_reason(cpu::Elem::u8s8) : bf16;
+#else
+  return "the cpu backend is not built (AMX permission is asked there)";
+#endif
 }
 
 // Memory streams: each thread reads, writes or triads (a = b + s·c) its own buffer, with
@@ -268,6 +339,32 @@ std::vector<Loop> loops() {
     out.push_back(compute_loop("bf16_dot", "AVX-512 vdpbf16ps zmm", bf16_dot_avx512, 32.0 * 2));
   if (__builtin_cpu_supports("avx512vnni"))
     out.push_back(compute_loop("i8_dot", "AVX-512 vpdpbusd zmm", i8_dot_avx512, 64.0 * 2));
+  if (__builtin_cpu_supports("avx512fp16"))
+    out.push_back(compute_loop("f16_fma", "AVX-512 FP16 vfmadd231ph zmm", f16_fma_avx512, 32.0 * 2));
+  if (__builtin_cpu_supports("amx-tile")) {
+    const std::string why = amx_permission();
+    note_context("layerbench_amx",
+                 why.empty() ? "tiles granted (arch_prctl ARCH_REQ_XCOMP_PERM, XTILEDATA)" : why);
+    if (why.empty()) {
+      // Per instruction 16×16 results, 32 bf16 / 64 int8 products each (×2 operations); a
+      // core finishes one every 16 cycles (Sapphire Rapids), the bound allows one per 8.
+      struct Tiles {
+        const char *kind, *how;
+        float (*fn)(long);
+        double ops;
+      };
+      for (const auto& [kind, how, fn, ops] :
+           {Tiles{"bf16_amx", "AMX tdpbf16ps", amx_dot<false>, 16 * 16 * 32 * 2.0},
+            Tiles{"i8_amx", "AMX tdpbusd", amx_dot<true>, 16 * 16 * 64 * 2.0}}) {
+        Loop loop = compute_loop(kind, how, fn, ops);
+        loop.how = std::string(how) + ", 4 independent 16x16 accumulator tiles";
+        loop.set_up = [ops](int) { return 4 * ops; };
+        loop.per_core_cycle_bound = ops / 8;
+        loop.first_iters = 1 << 10;
+        out.push_back(std::move(loop));
+      }
+    }
+  }
   if (avx512 || avx2) {
     const std::string dram = std::to_string(dram_bytes_per_thread(1) >> 20) +
                              " MiB in all (8x the last-level cache, 256 MiB-1 GiB), split over the threads";
@@ -328,7 +425,7 @@ Peak measure(const Loop& loop, int threads) {
   std::fputs("...", stderr);
   std::fflush(stderr);
   const double ops_per_iteration = loop.set_up(running);
-  long iters = loop.first_iters;  // calibrate to ~0.25 s per repetition
+  long iters = loop.first_iters;  // calibrate to ~0.25 s per repetition (streams ~0.1 s)
   for (;;) {
     const double t0 = wall_seconds();
     volatile float sink = loop.fn(0, iters);
@@ -336,7 +433,7 @@ Peak measure(const Loop& loop, int threads) {
     if (wall_seconds() - t0 > 0.05 || iters > (1L << 34)) break;
     iters *= 4;
   }
-  iters *= 5;
+  iters *= loop.bytes ? 2 : 5;  // streams: ~0.1 s per repetition is plenty for a bandwidth
   double best_clean = 0, best_any = 0, worst_share = 1;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<std::thread> pool;

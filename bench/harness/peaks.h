@@ -1,6 +1,7 @@
 // The machine's peak rates, measured, not taken from a data sheet. CPU: loops of
-// independent FMA (AVX-512, else AVX2), bf16 dot-product (vdpbf16ps) and int8
-// dot-product (vpdpbusd) instructions on 1..N threads, where the CPU has them; and memory
+// independent FMA (AVX-512, else AVX2; AVX-512 FP16), bf16 dot-product (vdpbf16ps), int8
+// dot-product (vpdpbusd) and AMX tile (tdpbf16ps, tdpbusd — where Linux grants the tiles)
+// instructions on 1..N threads, where the CPU has them; and memory
 // bandwidth: read, non-temporal write and triad streams over buffers far beyond the
 // last-level cache, and a read of a buffer held in L2, per thread count. GPU: the best of
 // ten 8192x8192x8192 cuBLASLt products per dtype, and a large device-to-device copy (bytes
@@ -20,7 +21,8 @@ namespace lb::bench {
 enum class MemoryLevel { l2, dram };
 
 struct Peak {
-  // "<dtype>_<engine>": "f32_fma", "bf16_dot", "i8_dot"; bandwidths "bw_dram_read",
+  // "<dtype>_<engine>": "f32_fma", "f16_fma", "bf16_dot", "i8_dot", "bf16_amx", "i8_amx";
+  // bandwidths "bw_dram_read",
   // "bw_dram_write", "bw_dram_triad", "bw_l2_read"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
   std::string kind;
   int threads = 1;
