@@ -14,6 +14,14 @@ void register_cpu(Registry& r) {
   forced_isa();
   r.add_context("layerbench_cpu_isa_forced", isa_context());
   r.add_context("layerbench_cpu_microkernel_isa", std::string(name(best_isa())));
+  // What bf16 and int8 multiply with here (AMX tiles, AVX-512 dot products), or why neither.
+  std::string lowp;
+  for (Elem e : {Elem::bf16, Elem::u8s8}) {
+    const std::string why = elem_reason(e);
+    lowp += std::string(lowp.empty() ? "" : "; ") + (e == Elem::bf16 ? "bf16: " : "int8: ") +
+            (why.empty() ? std::string(lowp_instruction(e, lowp_path(e))) : why);
+  }
+  r.add_context("layerbench_cpu_lowp_microkernel", lowp);
   r.add({.id = "dense.cpu.naive",
          .idea = "GEMM step 1: three loops, one scalar dot product per output",
          .accumulation = "f32",
