@@ -56,9 +56,9 @@ def ratio_table(cases, backend, baseline):
             if k not in base or c.time_us < base[k].time_us:
                 base[k] = c
     t = Table([("problem", "problem"), ("dtype", "dtype"), ("threads", "threads"), ("kernel", "kernel"),
-               ("time", "time_us"), ("% of peak", "pct_peak"), ("baseline", "baseline"),
-               ("baseline time", "baseline_time_us"), ("ratio", "ratio")],
-              right=[False, False, True, False, True, True, False, True, True])
+               ("time", "time_us"), ("% of peak", "pct_peak"), ("% of bandwidth", "pct_bw"),
+               ("baseline", "baseline"), ("baseline time", "baseline_time_us"), ("ratio", "ratio")],
+              right=[False, False, True, False, True, True, True, False, True, True])
     ratios = []
     for c in sorted((c for c in cases if c.backend == backend and c.ok),
                     key=lambda c: (c.op, label(c), c.dtype, c.threads, c.kernel)):
@@ -67,10 +67,11 @@ def ratio_table(cases, backend, baseline):
             continue
         r = b.time_us / c.time_us
         ratios.append((c, r))
-        pct = c.value("lb_pct_peak")
+        pct, bw = c.value("lb_pct_peak"), c.value("lb_pct_bw")
         t.add([label(c), c.dtype, c.threads, c.kernel, fmt_time(c.time_us),
-               fmt_num(pct) + " %" if pct is not None else "—", b.kernel, fmt_time(b.time_us), f"{r:.2f}×"],
-              [problem_without(c.problem, "name"), c.dtype, c.threads, c.kernel, c.time_us, pct, b.kernel,
+               fmt_num(pct) + " %" if pct is not None else "—", fmt_num(bw) + " %" if bw is not None else "—",
+               b.kernel, fmt_time(b.time_us), f"{r:.2f}×"],
+              [problem_without(c.problem, "name"), c.dtype, c.threads, c.kernel, c.time_us, pct, bw, b.kernel,
                b.time_us, r])
     return t, ratios
 
