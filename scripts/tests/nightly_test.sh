@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 fail() { echo "nightly test: FAIL: $*" >&2; exit 1; }
 small=(--kernel dense.onednn.default --benchmark_min_time=0.002 --case-time 0.05)
 for commit in aaaaaaaaaaaa bbbbbbbbbbbb; do
-  LB_BUILD_DIR=$build LB_HISTORY=$tmp/history LB_SITE=$tmp/site LB_MACHINE=test-machine LB_COMMIT=$commit \
+  LB_SETTLE=0 LB_BUILD_DIR=$build LB_HISTORY=$tmp/history LB_SITE=$tmp/site LB_MACHINE=test-machine LB_COMMIT=$commit \
     scripts/nightly.sh "${small[@]}" >"$tmp/log" 2>&1 || { cat "$tmp/log"; fail "nightly.sh exited $?"; }
   sleep 1  # distinct time stamps
 done
