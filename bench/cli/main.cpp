@@ -41,9 +41,11 @@ commands:
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
         [--batch N] [--dtype D,...] [--seed N] [--threads N] [--full] [--max-macs N]
+        [--separable-baseline]
                                      verify kernels against the reference (default: --suite smoke;
                                      big problems on a sample of the batch unless --full;
-                                     problems over --max-macs are skipped)
+                                     problems over --max-macs are skipped; --separable-baseline
+                                     as for run)
   help, --version                    this text; the version, commit and build
   COMMAND --help                     one command's options
 )";

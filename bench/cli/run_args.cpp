@@ -16,7 +16,7 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
       [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
       [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
       [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
-      [--seed N] [--machine NAME] [--list]
+      [--seed N] [--machine NAME] [--list] [--separable-baseline]
       [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks]
       [--rse 1] [--repetitions 3,20] [--case-time 2] [--benchmark_*...]
                                      time every kernel that supports each case (Google Benchmark
@@ -25,6 +25,10 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      percent, within --repetitions MIN,MAX and --case-time seconds
                                      of timed work (--benchmark_repetitions=N: exactly N).
                                      --backend all includes ref, which is otherwise left out;
+                                     --separable-baseline adds, after each depthwise conv and the
+                                     pointwise 1x1 on its output, the standard conv they replace
+                                     (same input, output and filter; g=1, relu none; named
+                                     DW.PW_standard);
                                      --list only lists the cases. An existing result is continued
                                      (--resume: same settings; --resume-force: any) or replaced
                                      (--overwrite), never silently; one run writes an --out at a time
@@ -70,9 +74,11 @@ double number(const Args& a, const std::string& flag, double fallback, double mi
   throw Error("--" + flag + " " + *v + ": expected a number such as " + example);
 }
 
-// The flags both commands share: the problems (sources), the axes and the filters.
+// The flags both commands share: the problems (sources), the axes and the filters; and
+// the switch that adds problems (--separable-baseline).
 const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch",
                                            "dtype", "backend", "kernel"};
+const std::set<std::string> kSweepSwitches = {"separable-baseline"};
 
 bench::SweepSpec sweep_spec(const Args& a) {
   bench::SweepSpec spec;
@@ -87,6 +93,7 @@ bench::SweepSpec sweep_spec(const Args& a) {
   spec.backends = list_of<std::string>(a, "backend", as_is);
   if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
   spec.kernels = list_of<std::string>(a, "kernel", as_is);
+  spec.separable_baseline = a.on("separable-baseline");
   return spec;
 }
 
@@ -172,8 +179,9 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   std::set<std::string> values = kSweepFlags;
   values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
                  "repetitions", "case-time", "machine"});
-  const Args a =
-      parse_args("run", ours, values, {"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
+  std::set<std::string> switches = kSweepSwitches;
+  switches.insert({"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
+  const Args a = parse_args("run", ours, values, switches);
   if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
 
   r.spec = sweep_spec(a);
@@ -220,7 +228,9 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
 CheckArgs parse_check_args(const std::vector<std::string>& argv) {
   std::set<std::string> values = kSweepFlags;
   values.insert({"seed", "threads", "max-macs"});
-  const Args a = parse_args("check", argv, values, {"full"});
+  std::set<std::string> switches = kSweepSwitches;
+  switches.insert("full");
+  const Args a = parse_args("check", argv, values, switches);
   if (!a.positional.empty()) throw Error("check: unexpected argument '" + a.positional[0] + "'");
   const int sources =
       int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());

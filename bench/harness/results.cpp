@@ -169,8 +169,8 @@ long lock_holder(int fd) {
 }  // namespace
 
 const std::set<std::string> kSelectionSettings = {
-    "suites",   "networks", "problems", "batches", "dtypes", "relus",           "threads",
-    "backends", "kernels",  "shard",    "cache",   "sync",   "benchmark_filter"};
+    "suites",   "networks", "problems",           "batches", "dtypes", "relus", "threads",
+    "backends", "kernels",  "separable_baseline", "shard",   "cache",  "sync",  "benchmark_filter"};
 
 std::string settings_difference(const Json& before, const Json& now, const std::set<std::string>& ignore) {
   if (!before.is_object()) return "no settings recorded";

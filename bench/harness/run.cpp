@@ -178,6 +178,7 @@ Json run_settings(const cli::RunArgs& args) {
             {"threads", joined(s.threads, number)},
             {"backends", joined(s.backends, same)},
             {"kernels", joined(s.kernels, same)},
+            {"separable_baseline", s.separable_baseline ? "on" : "off"},
             {"shard", std::to_string(s.shard) + "/" + std::to_string(s.shards)},
             {"cache", args.cache},
             {"sync", joined(s.blocking_syncs, [](bool blocking) { return blocking ? "blocking" : "spin"; })},

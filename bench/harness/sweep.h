@@ -2,6 +2,7 @@
 // deterministic order (so --shard and --resume agree between machines and runs).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct SweepSpec {
   std::vector<Relu> relus;                              // empty: each problem's own
   std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
   std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
+  // Add, after each depthwise conv followed in its source by the pointwise 1x1 on its
+  // output, the standard convolution that pair replaces (separable_standard()).
+  bool separable_baseline = false;
   bool every_kernel = false;  // no filter means every kernel, ref and opt-in ones too (check)
   bool cold = false;          // flush caches between timed iterations
   std::vector<bool> blocking_syncs = {false};  // GPU kernels: spin (false) and/or blocking waits
@@ -45,6 +49,13 @@ struct Case {
   std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
   CaseNotes notes;
 };
+
+// The standard convolution a depthwise -> pointwise pair replaces, when `pw` is a 1x1,
+// g = 1, stride 1, unpadded conv on `dw`'s output (same mb and dtype) and `dw` is
+// depthwise: the depthwise's input, kernel, stride, padding and dilation, the
+// pointwise's oc, g = 1, relu none (the separable pair is compared without its ReLUs),
+// named "<dw name>.<pw name>_standard" (unnamed if either is). nullopt otherwise.
+std::optional<Problem> separable_standard(const Problem& dw, const Problem& pw);
 
 // Throws lb::Error (one line) on an unknown suite, network, backend, kernel or a bad value.
 std::vector<Case> expand(const SweepSpec& spec);

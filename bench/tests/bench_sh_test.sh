@@ -19,6 +19,15 @@ others=$(grep '/threads:' <<<"$out" | grep -v -- '-mb1[-/]' || true)
 [ -z "$others" ] || fail "cases outside batch 1: $(head -3 <<<"$others")"
 grep -q '/fc[678]-\|/proj-\|/lstm' <<<"$out" && fail "another network's layers: $(grep -m3 '/fc[678]-\|/proj-\|/lstm' <<<"$out")"
 grep -q '/pw13-mb1' <<<"$out" || fail "mobilenet_v1's pw13 missing"
+# --separable-baseline is a default: the standard convolution each block replaces, at relu none.
+grep -q '/dw14\.pw14_standard-mb1/' <<<"$out" || fail "no standard convolution for mobilenet_v1's dw14 -> pw14"
+grep '_standard-mb1-relu' <<<"$out" && fail "a standard convolution swept over the ReLU modes"
+# Given again it is passed once (a switch), and --no-separable-baseline leaves it out.
+out=$(list --network mobilenet_v1 --batch 1 --separable-baseline) || fail "bench.sh --separable-baseline: $out"
+grep -q '/dw14\.pw14_standard-mb1/' <<<"$out" || fail "--separable-baseline given: no standard convolution"
+out=$(list --network mobilenet_v1 --batch 1 --no-separable-baseline) || fail "bench.sh --no-separable-baseline: $out"
+grep -q '_standard-' <<<"$out" && fail "--no-separable-baseline: $(grep -m1 '_standard-' <<<"$out")"
+grep -q '/pw13-mb1' <<<"$out" || fail "--no-separable-baseline dropped mobilenet_v1's layers"
 
 # A suite replaces the default networks too; a flag given as --flag=value replaces its default.
 out=$(list --suite smoke --dtype=f32 --relu none) || fail "bench.sh --suite smoke: $out"

@@ -486,12 +486,16 @@ def _out(n, k, s, p, d):
 
 
 def separable_blocks(cases):
-    """(depthwise case, pointwise case, standard-conv problem line, standard-conv MACs) per measured pair."""
+    """(depthwise case, pointwise case, standard-conv shape, standard-conv MACs) per measured pair: a
+    depthwise conv and a 1×1, g = 1, stride 1, unpadded conv on its output (as `layerbench run
+    --separable-baseline` pairs them)."""
     dws = [c for c in cases if c.ok and c.type == "depthwise" and c.op == "conv2d"]
     pws = [c for c in cases if c.ok and c.type == "pointwise" and c.op == "conv2d"]
     pw_index = defaultdict(list)
     for p in pws:
         s = _conv_shape(parse_problem(p.problem)[1])
+        if (s["sh"], s["sw"], s["ph"], s["pw"]) != (1, 1, 0, 0):
+            continue
         pw_index[(s.get("mb"), s.get("ic"), s.get("ih"), s.get("iw"), p.dtype, p.relu, p.threads, p.cache,
                   p.blocking_sync, p.device)].append(p)
     out = []
@@ -516,12 +520,19 @@ def _std_line(std, dtype):
     return print_problem("conv2d", keys | {"dt": dtype, "relu": "none"})
 
 
+def _separable_verdict(time_ratio, mac_ratio):
+    """Separable faster and its time saving smaller than its MAC saving → confirmed; faster by at
+    least its MAC saving → depends; not faster → refuted."""
+    return CONFIRMED if 1 > time_ratio > mac_ratio else REFUTED if time_ratio >= 1 else DEPENDS
+
+
 def claim8(cases):
+    title = "Depthwise-separable convolution is much cheaper than the standard convolution it replaces"
     blocks = separable_blocks([c for c in cases if c.relu == "none"])
     if not blocks:
-        return Verdict(8, "Depthwise-separable convolution is much cheaper than the standard convolution it replaces",
-                       NOT_MEASURED, "not measured: needs a depthwise 3×3 and the pointwise 1×1 after it (e.g. "
-                       "`layerbench run --network mobilenet_v1`) and the standard convolution they replace.")
+        return Verdict(8, title, NOT_MEASURED, "not measured: needs a depthwise 3×3 and the pointwise 1×1 after it and "
+                       "the standard convolution they replace (`layerbench run --network mobilenet_v1 "
+                       "--separable-baseline`).")
     std_index = defaultdict(list)
     for c in cases:
         if c.ok and c.op == "conv2d" and c.relu == "none":
@@ -529,16 +540,19 @@ def claim8(cases):
             if s.get("g") == 1:
                 std_index[(tuple(sorted(s.items())), c.dtype, c.threads, c.cache, c.blocking_sync, c.device)].append(c)
     table = Table([("block (depthwise → pointwise)", "block"), ("device", "device"), ("backend", "backend"),
-                   ("dtype", "dtype"), ("batch", "batch"), ("MAC ratio", "mac_ratio"), ("separable time", "separable_time_us"),
-                   ("standard time", "standard_time_us"), ("time ratio", "time_ratio")],
-                  right=[False, False, False, False, True, True, True, True, True])
-    mac_ratios, missing = [], {}
-    per_device = defaultdict(list)
+                   ("dtype", "dtype"), ("batch", "batch"), ("threads", "threads"), ("MAC ratio", "mac_ratio"),
+                   ("separable time", "separable_time_us"), ("standard time", "standard_time_us"),
+                   ("time ratio", "time_ratio")],
+                  right=[False, False, False, False, True, True, True, True, True, True])
+    mac_ratio = {}  # block (standard shape, dtype, threads, cache, sync, device) -> separable ÷ standard MACs
+    missing = {}  # (device, backend) -> a standard convolution not measured
+    # (device, backend) -> [(MAC ratio, time ratio)], one per block: a pair at one shape, dtype, batch and threads
+    per_backend = defaultdict(list)
     seen = set()
     for d, p, std, std_macs in blocks:
         mr = (d.value("lb_pred_macs") + p.value("lb_pred_macs")) / std_macs
-        mac_ratios.append(mr)
         key = (tuple(sorted(std.items())), d.dtype, d.threads, d.cache, d.blocking_sync, d.device)
+        mac_ratio[key] = mr
         stds = std_index.get(key, [])
         # The fastest kernel of each backend for each part.
         for backend in sorted({d.backend} & {p.backend}):
@@ -551,27 +565,32 @@ def claim8(cases):
             pp = fastest([y for _, y, s2, _ in blocks if y.backend == backend and s2 == std and y.dtype == d.dtype
                           and y.threads == d.threads and y.device == d.device and y.cache == d.cache])
             ss = fastest([s for s in stds if s.backend == backend])
+            threads = d.threads if d.device == "cpu" else None  # GPU rows have no threads
             name = f"{d.layer or 'dw'} → {p.layer or 'pw'}: {problem_without(_std_line(std, d.dtype), 'mb', 'dt', 'relu')}"
             if ss is None:
-                missing[(d.device, d.dtype)] = _std_line(std, d.dtype)
-                table.add([name, d.device, backend, d.dtype, std["mb"], fmt_num(mr, 3), fmt_time(dd.time_us + pp.time_us),
-                           "—", "—"], [name, d.device, backend, d.dtype, std["mb"], mr, dd.time_us + pp.time_us, None, None])
+                missing.setdefault((d.device, backend), _std_line(std, d.dtype))
+                table.add([name, d.device, backend, d.dtype, std["mb"], threads or "", fmt_num(mr, 3),
+                           fmt_time(dd.time_us + pp.time_us), "—", "—"],
+                          [name, d.device, backend, d.dtype, std["mb"], threads, mr, dd.time_us + pp.time_us, None, None])
                 continue
             tr = (dd.time_us + pp.time_us) / ss.time_us
-            per_device[d.device].append((mr, tr))
-            table.add([name, d.device, backend, d.dtype, std["mb"], fmt_num(mr, 3), fmt_time(dd.time_us + pp.time_us),
-                       fmt_time(ss.time_us), fmt_num(tr, 3)],
-                      [name, d.device, backend, d.dtype, std["mb"], mr, dd.time_us + pp.time_us, ss.time_us, tr])
-    lines = [f"MAC ratio separable ÷ standard (model): median {fmt_num(stats.median(mac_ratios), 3)} over {len(mac_ratios)} "
-             "measured depthwise+pointwise pairs (1/oc + 1/(kh·kw) for stride 1)."]
+            per_backend[(d.device, backend)].append((mr, tr))
+            table.add([name, d.device, backend, d.dtype, std["mb"], threads or "", fmt_num(mr, 3),
+                       fmt_time(dd.time_us + pp.time_us), fmt_time(ss.time_us), fmt_num(tr, 3)],
+                      [name, d.device, backend, d.dtype, std["mb"], threads, mr, dd.time_us + pp.time_us, ss.time_us, tr])
+    lines = [f"MAC ratio separable ÷ standard (model): median {fmt_num(stats.median(list(mac_ratio.values())), 3)} over "
+             f"{len(mac_ratio)} measured depthwise → pointwise block{'s' if len(mac_ratio) > 1 else ''} "
+             "(1/oc + 1/(kh·kw) for stride 1)."]
     parts = []
     dev_ratio = {}
     for dev in ("cpu", "gpu"):
-        xs = per_device.get(dev)
+        backends = sorted({b for dv, b in list(per_backend) + list(missing) if dv == dev})
+        xs = [x for b in backends for x in per_backend.get((dev, b), [])]
         if not xs:
             need = [line for (dv, _), line in missing.items() if dv == dev]
             lines.append(f"{dev.upper()} time not measured: needs " +
-                         (f"the standard convolution, e.g. `layerbench run --problem \"{need[0]}\"`" if need else
+                         (f"the standard convolution (`layerbench run --separable-baseline`, e.g. "
+                          f"`layerbench run --problem \"{need[0]}\"`)" if need else
                           (GPU_RUN if dev == "gpu" else "a CPU run of the depthwise and pointwise layers")) + ".")
             parts.append(NOT_MEASURED)
             continue
@@ -579,21 +598,36 @@ def claim8(cases):
         mr = stats.median([m for m, _ in xs])
         dev_ratio[dev] = tr
         faster = tr < 1
-        v = CONFIRMED if faster and tr > mr else REFUTED if not faster else DEPENDS
-        parts.append(v)
         lines.append(f"{dev.upper()}: separable takes {fmt_num(tr, 3)}× the standard convolution's time for "
-                     f"{fmt_num(mr, 3)}× its MACs (median of {len(xs)}): {'faster' if faster else 'not faster'}, and the time "
-                     f"saving is {'smaller' if tr > mr else 'not smaller'} than the MAC saving → {v}.")
+                     f"{fmt_num(mr, 3)}× its MACs (median of {len(xs)} block × backend pairs): "
+                     f"{'faster' if faster else 'not faster'}, and the time saving is "
+                     f"{'smaller' if tr > mr else 'not smaller'} than the MAC saving.")
+        # A verdict per backend: each has its own kernels for the three layers.
+        for b in backends:
+            bx = per_backend.get((dev, b))
+            if not bx:
+                lines.append(f"{dev.upper()}, {b}: not measured: needs the standard convolution (`layerbench run "
+                             f"--separable-baseline`, e.g. `layerbench run --problem \"{missing[(dev, b)]}\"`).")
+                parts.append(NOT_MEASURED)
+                continue
+            btr = stats.median([t for _, t in bx])
+            bmr = stats.median([m for m, _ in bx])
+            v = _separable_verdict(btr, bmr)
+            parts.append(v)
+            spread = (f"median of {len(bx)} blocks, time ratio {fmt_num(min(t for _, t in bx), 3)} to "
+                      f"{fmt_num(max(t for _, t in bx), 3)}" if len(bx) > 1 else "1 block")
+            lines.append(f"{dev.upper()}, {b}: separable takes {fmt_num(btr, 3)}× the time for {fmt_num(bmr, 3)}× "
+                         f"the MACs ({spread}) → {v}.")
     if "cpu" in dev_ratio and "gpu" in dev_ratio:
         gpu_worse = dev_ratio["gpu"] > dev_ratio["cpu"]
         lines.append(f"GPU vs CPU: the time saving is {'smaller' if gpu_worse else 'not smaller'} on the GPU "
                      f"({fmt_num(dev_ratio['gpu'], 3)} vs {fmt_num(dev_ratio['cpu'], 3)}).")
         parts.append(CONFIRMED if gpu_worse else DEPENDS)
     summary = ("Each measured depthwise → pointwise pair against the standard convolution with the same input, output "
-               "and filter (fastest kernel of each backend). Rule: separable faster and its time saving smaller than its "
-               "MAC saving → confirmed; separable not faster → refuted.")
-    return Verdict(8, "Depthwise-separable convolution is much cheaper than the standard convolution it replaces",
-                   _combine(parts), summary, lines, table)
+               "and filter (fastest kernel of each backend; `layerbench run --separable-baseline` adds it). Rule, per "
+               "backend: separable faster and its time saving smaller than its MAC saving → confirmed; faster by at "
+               "least the MAC saving → depends; not faster → refuted. Backends that disagree → depends.")
+    return Verdict(8, title, _combine(parts), summary, lines, table)
 
 
 def claim9(cases):
