@@ -1,6 +1,7 @@
 #include "bench/harness/sweep.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "kernels/common.h"
@@ -14,6 +15,22 @@ std::string problem_name(const Problem& p, bool cold, bool blocking) {
   if (cold) n += "-cold";
   if (blocking) n += "-sync_blocking";
   return n;
+}
+
+std::optional<Problem> separable_standard(const Problem& dw, const Problem& pw) {
+  if (dw.op() != Op::conv2d || pw.op() != Op::conv2d || dw.dt != pw.dt) return std::nullopt;
+  const Conv2d& d = dw.conv();
+  const Conv2d& q = pw.conv();
+  const bool pointwise =
+      q.g == 1 && q.kh == 1 && q.kw == 1 && q.sh == 1 && q.sw == 1 && q.ph == 0 && q.pw == 0;
+  if (!d.depthwise() || !pointwise || q.mb != d.mb || q.ic != d.oc || q.ih != d.oh() || q.iw != d.ow())
+    return std::nullopt;
+  Conv2d c = d;
+  c.oc = q.oc;
+  c.g = 1;
+  Problem p{c, dw.dt, Relu::none, {}};
+  if (!dw.name.empty() && !pw.name.empty()) p.name = dw.name + "." + pw.name + "_standard";
+  return p;
 }
 
 std::vector<Case> expand(const SweepSpec& spec) {
@@ -35,28 +52,51 @@ std::vector<Case> expand(const SweepSpec& spec) {
   // Problems, each source in the order given. A suite's or a line's --batch replaces its
   // mb; a network is loaded at batch 1 and --batch scales each layer's mb (a sequence
   // projection has T rows per sample).
+  // With --separable-baseline, the standard convolution a depthwise -> pointwise pair of
+  // one source replaces follows the pair, at relu none whatever the ReLU axis.
   struct Source {
     Problem p;
     bool per_sample;
+    bool baseline = false;  // added by --separable-baseline
   };
   std::vector<Source> base;
+  auto unnamed = [](Problem p) {
+    p.name.clear();
+    return print(p);
+  };
+  // Two networks may name different layers alike (alexnet's and mobilenet_v1's conv1): a
+  // case is named by its layer, so the later one is called "<network>.<layer>" rather than
+  // taken for the first and left out.
+  std::map<std::string, std::string> named;  // layer name -> its problem, unnamed
+  auto add = [&](std::vector<Problem> from, bool per_sample, const std::string& network = {}) {
+    for (size_t i = 0; i < from.size(); ++i) {
+      if (!from[i].name.empty()) {
+        const auto [at, fresh] = named.emplace(from[i].name, unnamed(from[i]));
+        if (!fresh && at->second != unnamed(from[i]) && !network.empty())
+          from[i].name = network + "." + from[i].name;
+      }
+      base.push_back({from[i], per_sample});
+      if (!spec.separable_baseline || i == 0) continue;
+      if (auto std_conv = separable_standard(from[i - 1], from[i]))
+        base.push_back({std::move(*std_conv), per_sample, true});
+    }
+  };
   for (const auto& s : spec.suites)
-    for (Problem& p : load_suite(s))
-      base.push_back({std::move(p), false});
+    add(load_suite(s), false);
   for (const auto& n : spec.networks)
-    for (Problem& p : problems(load_network(n, 1, DType::f32)))
-      base.push_back({std::move(p), true});
+    add(problems(load_network(n, 1, DType::f32)), true, n);
   for (const auto& line : spec.problems)
-    base.push_back({parse_problem(line), false});
-  if (spec.suites.empty() && spec.networks.empty() && spec.problems.empty())
-    for (Problem& p : load_suite("smoke"))
-      base.push_back({std::move(p), false});
+    add({parse_problem(line)}, false);
+  if (spec.suites.empty() && spec.networks.empty() && spec.problems.empty()) add(load_suite("smoke"), false);
 
   std::vector<Problem> problems;
-  for (const auto& [b, per_sample] : base) {
+  std::vector<bool> baseline;  // per problem: added by --separable-baseline
+  for (const auto& [b, per_sample, added] : base) {
     const std::vector<int64_t> batches = spec.batches.empty() ? std::vector<int64_t>{0} : spec.batches;
     const std::vector<DType> dtypes = spec.dtypes.empty() ? std::vector<DType>{b.dt} : spec.dtypes;
-    const std::vector<Relu> relus = spec.relus.empty() ? std::vector<Relu>{b.relu} : spec.relus;
+    const std::vector<Relu> relus = added                ? std::vector<Relu>{Relu::none}
+                                    : spec.relus.empty() ? std::vector<Relu>{b.relu}
+                                                         : spec.relus;
     for (int64_t mb : batches)
       for (DType dt : dtypes)
         for (Relu relu : relus) {
@@ -69,7 +109,19 @@ std::vector<Case> expand(const SweepSpec& spec) {
           p.dt = dt;
           p.relu = relu;
           problems.push_back(std::move(p));
+          baseline.push_back(added);
         }
+  }
+  // An added standard convolution is measured once per shape, dtype and batch: not when
+  // the sweep has that problem already (under any name), nor twice for repeated pairs.
+  if (spec.separable_baseline) {
+    std::set<std::string> present;
+    for (size_t i = 0; i < problems.size(); ++i)
+      if (!baseline[i]) present.insert(unnamed(problems[i]));
+    std::vector<Problem> kept;
+    for (size_t i = 0; i < problems.size(); ++i)
+      if (!baseline[i] || present.insert(unnamed(problems[i])).second) kept.push_back(std::move(problems[i]));
+    problems = std::move(kept);
   }
 
   std::vector<Case> cases;

@@ -49,6 +49,15 @@ def runs_of(doc):
     return doc["benchmarks"] + doc.get("layerbench_not_measured", [])
 
 
+# Two networks that name different layers alike each keep theirs: mobilenet_v1's conv1 is
+# "mobilenet_v1.conv1" beside alexnet's, not dropped as the same case.
+both = listed("--network", "alexnet,mobilenet_v1", "--backend", "ref")
+for layer in ("/conv1-mb1/", "/mobilenet_v1.conv1-mb1/"):
+    check(any(layer in name for name in both), f"--network alexnet,mobilenet_v1 lists no {layer} case")
+check(len(both) == len(listed("--network", "alexnet", "--backend", "ref")) +
+      len(listed("--network", "mobilenet_v1", "--backend", "ref")),
+      "--network alexnet,mobilenet_v1 lists fewer cases than the two networks alone")
+
 with tempfile.TemporaryDirectory() as tmp:
     out = os.path.join(tmp, "smoke.json")
     sweep = ["--suite", "smoke", "--backend", "all", "--threads", "1,2", "--dtype", "f32,bf16,i8"]

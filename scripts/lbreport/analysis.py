@@ -305,6 +305,9 @@ def default_layerbench():
 
 
 def _layer_key(problem: str) -> str:
+    # A layer named like another network's runs as "<network>.<layer>" (layerbench run).
+    for net in NETWORKS:
+        problem = problem.replace(f"name={net}.", "name=")
     return problem_without(problem, "mb", "dt", "relu")
 
 
