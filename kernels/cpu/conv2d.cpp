@@ -12,23 +12,59 @@
 // NCHW rows; W, packed once in prepare(), is the A side; bias runs along C's rows.
 // 1×1 stride-1 unpadded (pointwise) convolutions skip the im2col logic: col is the input
 // itself, C_g × P with pixels contiguous, handed to the driver as a strided matrix.
-// On AVX-512 there is no packing of col at all (indirect GEMM): the image is copied once
-// into a zero-padded buffer (split into SW phase images for width stride SW), pixels are
-// tiled 32 at a time within an output row, and row k = (c, r, s) of a tile's B is 32
-// consecutive floats of that buffer at a fixed offset from the tile's first pixel (an
-// offsets table made in prepare()), which the micro-kernel loads directly
-// (ukr_f32_indirect_avx512). Packing col measured 31 % of the time on the 3×3 56×56 layer
-// and most of it on AlexNet's stride-4 conv1; the padded copy costs one pass over the input.
+// On AVX-512 and AVX2 there is no packing of col at all (indirect GEMM): the image is copied
+// into a zero-padded buffer (split into SW phase images for width stride SW), and row
+// k = (c, r, s) of a tile's B is read at a fixed offset from each pixel's place in that buffer
+// (an offsets table made in prepare()).
+//   AVX-512 (ukr_f32_indirect_avx512): 14 output channels × 32 pixels within one output row,
+//   B row k = 32 consecutive floats. Packing col measured 31 % of the time on the 3×3 56×56
+//   layer and most of it on AlexNet's stride-4 conv1; the padded copy costs one pass.
+//   AVX2 (ukr_f32_indirect_pixels_avx2): the roles swapped, 16 output channels in the lanes
+//   (A as aligned vectors of 16-channel weight panels) × 6 pixels anywhere (raster order,
+//   across output rows: no lane is wasted on a row's end), each pixel's B row k one float
+//   broadcast from x + off[k]. A first AVX2 tile like AVX-512's (6 channels × two 8-pixel
+//   groups of B loaded as vectors) measured 78 % of peak on its own: half its B loads split
+//   cache lines; broadcasts never do.
 //
-// Threads: indirect path, each image's pixel tiles split across the pool; packed path, the
-// pixels of one image (batch < threads) or whole images per thread.
-// Prediction (3×3, C=K=64, 56×56, batch 1: 231 MFLOP): compute-bound; the 64-row M is four
-// 14-row tiles and one 8-row tile, and 32-pixel tiles within a 56-pixel row use 56 of every
-// 64 lanes: ≈ 85 % of the micro-kernel's rate, ≥ 75 % of peak. (Predicted for the packed
-// path first: building col, 1.8 M copies against 64 FMAs each, "a few %" — measured 31 %,
-// hence the indirect path.) AlexNet conv1 (11×11 stride 4, C = 3, 55-pixel rows): the same
-// lane loss, K = 363 in one slice; measured 70 % of peak once its phase images were made
+// Threads: AVX2, the batch's blocks of 60 pixels (about one output row) as one list split
+// across the pool, each thread padding into its own buffer only the input rows its blocks
+// read (no barrier; batch 1 is split by output rows, not by images). AVX-512, each image
+// padded (threads split channels), then its pixel tiles split across the pool. Packed path
+// (scalar, and 1×1): the pixels of one image (batch < threads) or whole images per thread.
+//
+// Prediction, AVX-512 (3×3, C=K=64, 56×56, batch 1: 231 MFLOP): compute-bound; the 64-row M
+// is four 14-row tiles and one 8-row tile, and 32-pixel tiles within a 56-pixel row use 56 of
+// every 64 lanes: ≈ 85 % of the micro-kernel's rate, ≥ 75 % of peak. (Predicted for the
+// packed path first: building col, 1.8 M copies against 64 FMAs each, "a few %" — measured
+// 31 %, hence the indirect path.) AlexNet conv1 (11×11 stride 4, C = 3, 55-pixel rows): the
+// same lane loss, K = 363 in one slice; measured 70 % of peak once its phase images were made
 // without a division per element (before: 48 %).
+// Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
+// is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
+// the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:
+// 3×3 C=K=64 56×56 is 231 MFLOP per image against 1.75 MB moved (130 FLOP/B); AlexNet conv1
+// 140 MFLOP against 1.5 MB. Per k step the tile does 12 FMAs (6 cycles on two pipes) against
+// 9 loads (offset, 2 of A, 6 broadcasts; Zen 3 takes 3 a cycle), so the loop runs near peak;
+// the 96 results leave through a transpose once per 576·6 cycles (3×3) and the padded copy is
+// one pass over the input: predicted ≈ 85–90 % of peak at 1 thread for both layers, ≈ 2× at
+// 2 threads. Measured: the tile's loop over the whole 3×3 layer alone 90 % (a stand-alone
+// loop); in the layer, phase timing put the padded copy at 4–5 % of the tiles' time (3×3) and
+// 10 % (AlexNet, before its phase loop lost a bounds test per element: 5–6 %), the results'
+// stores ≈ 6 % (scalar or transposed alike, within the noise). One run of layerbench on that
+// host (shared with other jobs; ratio = oneDNN blocked time / ours):
+//   problem             threads  ours      oneDNN blocked  ratio  ours, % of peak
+//   res3x3 batch 1         1     3.77 ms   3.00 ms         0.79×  61 %
+//   res3x3 batch 1         2     2.02 ms   1.74 ms         0.86×  57 %
+//   res3x3 batch 32        1     121 ms    103 ms          0.85×  61 %
+//   res3x3 batch 32        2     59.8 ms   54.9 ms         0.92×  62 %
+//   alexnet_conv1 batch 1  1     2.22 ms   2.72 ms         1.23×  63 %
+//   alexnet_conv1 batch 1  2     1.31 ms   1.99 ms         1.52×  53 %
+// The load moves these by ±15 %: the run just before it, same code, had res3x3 batch 1 at
+// 0.95× (1 thread) and 0.71× (2 threads, both kernels short of a second core); by the least
+// process CPU time per thread of each case the two runs put res3x3 at 0.78–1.13×, six of
+// the eight at 0.9× or more.
+// (Before: AVX2 took the packed im2col path, 42–51 % of peak; at 2 threads and batch 1 each
+// thread packed the whole col matrix for its rows of W, slower than 1 thread.)
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -120,11 +156,25 @@ class ImplicitGemmConv final : public Kernel {
     pool_ = std::make_unique<Pool>(ctx.threads);
     const int64_t kg = cv_.oc / cv_.g, depth = cv_.ic / cv_.g * cv_.kh * cv_.kw;
     const float* w = ts.at(Arg::wei).as<float>();  // K×(C/G)×R×S: group g's rows are a K_g × depth matrix
-    packed_.clear();
-    for (int64_t g = 0; g < cv_.g; ++g)
-      packed_.emplace_back(isa_, true, kg, depth, Strided{w + g * kg * depth, depth, 1});
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
-    indirect_ = !pointwise_ && isa_ == Isa::avx512;
+    indirect_ = !pointwise_ && (isa_ == Isa::avx512 || isa_ == Isa::avx2);
+    packed_.clear();
+    chan_a_ = {};
+    if (indirect_ && isa_ == Isa::avx2) {
+      // The AVX2 indirect tile's A: 16-channel panels, k-major, channels past K_g zero;
+      // group g's panel q at ((g·panels + q)·depth)·16.
+      constexpr int R = kChannelsAvx2;
+      const int64_t panels = ceil_div(kg, int64_t(R));
+      chan_a_ = AlignedBuffer<float>(size_t(cv_.g * panels * depth * R));
+      std::fill(chan_a_.data(), chan_a_.data() + chan_a_.size(), 0.0f);
+      for (int64_t g = 0; g < cv_.g; ++g)
+        for (int64_t i = 0; i < kg; ++i)
+          for (int64_t k = 0; k < depth; ++k)
+            chan_a_.data()[((g * panels + i / R) * depth + k) * R + i % R] = w[(g * kg + i) * depth + k];
+    } else {
+      for (int64_t g = 0; g < cv_.g; ++g)
+        packed_.emplace_back(isa_, true, kg, depth, Strided{w + g * kg * depth, depth, 1});
+    }
     if (indirect_) {
       // The padded image split into SW phase images along W (phase p holds padded columns
       // p, p + SW, p + 2·SW, …), so that output pixels ow, ow+1, … read consecutive floats
@@ -132,20 +182,37 @@ class ImplicitGemmConv final : public Kernel {
       // ow + (s·DW) / SW of phase (s·DW) % SW.
       pad_h_ = cv_.ih + 2 * cv_.ph;
       phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
-      // Borders stay zero; 32 more floats because the micro-kernel reads a whole tile width
-      // past the last offset of a narrower tile.
-      padded_ = AlignedBuffer<float>(size_t(cv_.sw * cv_.ic * pad_h_ * phase_w_ + kTileWidth));
-      const int64_t phase = cv_.ic * pad_h_ * phase_w_;
+      tiles_.clear();
+      pixels_.clear();
+      rows_ = pad_h_;
+      if (isa_ == Isa::avx512) {
+        for (int64_t oh = 0; oh < cv_.oh(); ++oh)
+          for (int64_t ow = 0; ow < cv_.ow(); ow += kTileWidth)
+            tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, cv_.ow() - ow)});
+      } else {
+        // Every output pixel's offset in a group's padded image (first phase image, row
+        // oh·SH, column ow) and in an output plane, in raster order; tiles of 6 run on.
+        for (int64_t oh = 0; oh < cv_.oh(); ++oh)
+          for (int64_t ow = 0; ow < cv_.ow(); ++ow)
+            pixels_.push_back({oh * cv_.sh * phase_w_ + ow, oh * cv_.ow() + ow});
+        // Each thread's window of padded rows: the most one block reads and 8 output rows more
+        // (3×3 64-channel 56×56: 13 of 58 rows, 190 KB, which stays in L2).
+        int64_t span = 0;
+        for (int64_t b = 0; b < pixel_blocks(); ++b)
+          span = std::max(span, padded_rows(b).last - padded_rows(b).first);
+        rows_ = std::min(pad_h_, span + 8 * cv_.sh);
+      }
+      // Borders stay zero; 32 more floats because the AVX-512 micro-kernel reads a whole tile
+      // width past the last offset of a narrower tile. AVX2: a window per thread (see run()).
+      padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
+      padded_ = AlignedBuffer<float>(size_t(padded_floats_ * (isa_ == Isa::avx2 ? threads_ : 1)));
+      const int64_t phase = cv_.ic * rows_ * phase_w_;
       offsets_.clear();
       for (int64_t c = 0; c < cv_.ic / cv_.g; ++c)
         for (int64_t r = 0; r < cv_.kh; ++r)
           for (int64_t s = 0; s < cv_.kw; ++s)
-            offsets_.push_back((s * cv_.dw) % cv_.sw * phase + (c * pad_h_ + r * cv_.dh) * phase_w_ +
+            offsets_.push_back((s * cv_.dw) % cv_.sw * phase + (c * rows_ + r * cv_.dh) * phase_w_ +
                                (s * cv_.dw) / cv_.sw);
-      tiles_.clear();
-      for (int64_t oh = 0; oh < cv_.oh(); ++oh)
-        for (int64_t ow = 0; ow < cv_.ow(); ow += kTileWidth)
-          tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, cv_.ow() - ow)});
     } else {
       ws_ = Workspace(isa_, ctx.threads, false, true, depth);
     }
@@ -155,6 +222,34 @@ class ImplicitGemmConv final : public Kernel {
     const float* x = ts.at(Arg::src).as<float>();
     const float* bias = ts.at(Arg::bias).as<float>();
     float* y = ts.at(Arg::dst).as<float>();
+    if (indirect_ && isa_ == Isa::avx2) {
+      // The images' pixel blocks as one list split across the pool: each thread pads the
+      // input rows its blocks read into its own window of padded rows, block by block just
+      // before use, sliding the window down when a block's rows run past its end; nothing
+      // waits for another thread (batch 1: each pads a little over half the rows).
+      const int64_t blocks = pixel_blocks(), IHW = cv_.ic * cv_.ih * cv_.iw,
+                    OHW = cv_.oc * cv_.oh() * cv_.ow();
+      pool_->run([&](int tid, int threads) {
+        const Range part = split(cv_.mb * blocks, 1, tid, threads);
+        float* pad = padded_.data() + tid * padded_floats_;
+        int64_t image = -1, row0 = 0, filled = 0;  // padded rows [row0, filled) of `image`
+        for (int64_t i = part.first; i < part.last; ++i) {
+          const int64_t n = i / blocks, b = i % blocks;
+          const Range need = padded_rows(b);
+          if (n != image || need.last > row0 + rows_) {
+            image = n;
+            row0 = filled = need.first;
+          }
+          if (need.last > filled) {
+            fill_rows(x + n * IHW, pad, filled, need.last, row0);
+            filled = need.last;
+          }
+          pixels_block(pad, row0, bias, y + n * OHW, b);
+        }
+      });
+      relu_pass(relu_, ts, pool_.get());
+      return;
+    }
     if (indirect_) {
       for (int64_t n = 0; n < cv_.mb; ++n)
         indirect_image(x + n * cv_.ic * cv_.ih * cv_.iw, bias, y + n * cv_.oc * cv_.oh() * cv_.ow());
@@ -202,12 +297,15 @@ class ImplicitGemmConv final : public Kernel {
     packed_.clear();
     ws_ = {};
     padded_ = {};
+    chan_a_ = {};
     offsets_.clear();
     tiles_.clear();
+    pixels_.clear();
     pool_.reset();
   }
   std::string details() const override {
-    const Tile t = f32_tile(isa_);
+    const bool pixels = indirect_ && isa_ == Isa::avx2;
+    const Tile t = pixels ? Tile{kChannelsAvx2, kPixelsAvx2} : f32_tile(isa_);
     return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
            (pointwise_  ? " pointwise"
             : indirect_ ? " indirect"
@@ -217,42 +315,122 @@ class ImplicitGemmConv final : public Kernel {
     size_t b = ws_.bytes() + padded_.bytes() + offsets_.size() * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
-    return b;
+    return b + chan_a_.bytes();
   }
 
  private:
   static constexpr int64_t kTileWidth = 32;  // pixels per tile: the AVX-512 tile's NR
+  static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
   struct PixelTile {
     int64_t oh, ow, n;
   };
+  struct Pixel {
+    int64_t in, out;  // offsets in a group's padded image and in an output plane
+  };
 
-  // One image by indirect GEMM: pad it (threads split channels), then threads split the
-  // pixel tiles; each tile runs every group's row panels over the whole depth in KC slices.
-  void indirect_image(const float* x, const float* bias, float* y) {
-    const int64_t IH = cv_.ih, IW = cv_.iw, P = cv_.oh() * cv_.ow();
-    float* pad = padded_.data();
-    const int64_t SW = cv_.sw, phase = cv_.ic * pad_h_ * phase_w_;
-    pool_->run([&](int tid, int threads) {
-      const Range part = split(cv_.ic, 1, tid, threads);
-      for (int64_t c = part.first; c < part.last; ++c)
-        for (int64_t h = 0; h < IH; ++h) {
-          const float* row = x + (c * IH + h) * IW;
-          float* dst = pad + (c * pad_h_ + h + cv_.ph) * phase_w_;
-          if (SW == 1) {
-            std::copy(row, row + IW, dst + cv_.pw);
-            continue;
-          }
-          // Phase p holds padded columns p, p + SW, …: input columns p − PW + j·SW.
-          for (int64_t p = 0; p < SW; ++p) {
-            float* d = dst + p * phase;
-            for (int64_t j = 0, w = p - cv_.pw; j < phase_w_; ++j, w += SW)
-              if (w >= 0 && w < IW) d[j] = row[w];
+  // Input rows [h0, h1) of channels [c0, c1) of one image into the padded rows `pad` holds
+  // from padded row row0 on (its phase images); the borders are never written.
+  void pad_rows(const float* x, float* pad, int64_t c0, int64_t c1, int64_t h0, int64_t h1,
+                int64_t row0 = 0) const {
+    const int64_t IH = cv_.ih, IW = cv_.iw, SW = cv_.sw, phase = cv_.ic * rows_ * phase_w_;
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t h = h0; h < h1; ++h) {
+        const float* row = x + (c * IH + h) * IW;
+        float* dst = pad + (c * rows_ + h + cv_.ph - row0) * phase_w_;
+        if (SW == 1) {
+          std::copy(row, row + IW, dst + cv_.pw);
+          continue;
+        }
+        // Phase p holds padded columns p, p + SW, …: input columns w0 + j·SW, w0 = p − PW,
+        // of which j in [lo, hi) are in the input (measured: a bounds test per element took
+        // 10 % of AlexNet conv1's time on AVX2).
+        for (int64_t p = 0; p < SW; ++p) {
+          float* d = dst + p * phase;
+          const int64_t w0 = p - cv_.pw, lo = w0 >= 0 ? 0 : (SW - 1 - w0) / SW;
+          const int64_t hi = w0 >= IW ? 0 : std::min(phase_w_, (IW - 1 - w0) / SW + 1);
+          for (int64_t j = lo; j < hi; ++j)
+            d[j] = row[w0 + j * SW];
+        }
+      }
+  }
+
+  // AVX2: padded rows [r0, r1) of one image into a window that starts at padded row row0:
+  // input rows copied, the rows of the top and bottom padding zeroed (the window's slots
+  // held other rows before).
+  void fill_rows(const float* x, float* pad, int64_t r0, int64_t r1, int64_t row0) const {
+    const int64_t phase = cv_.ic * rows_ * phase_w_;
+    for (int64_t r = r0; r < r1; ++r) {
+      if (r >= cv_.ph && r < cv_.ph + cv_.ih) continue;
+      for (int64_t p = 0; p < cv_.sw; ++p)
+        for (int64_t c = 0; c < cv_.ic; ++c) {
+          float* d = pad + p * phase + (c * rows_ + r - row0) * phase_w_;
+          std::fill(d, d + phase_w_, 0.0f);
+        }
+    }
+    const int64_t h0 = std::max<int64_t>(r0 - cv_.ph, 0), h1 = std::min<int64_t>(r1 - cv_.ph, cv_.ih);
+    if (h0 < h1) pad_rows(x, pad, 0, cv_.ic, h0, h1, row0);
+  }
+
+  // AVX2: output pixels in tiles of kPixelsAvx2, kBlock tiles (about one 56-pixel output row)
+  // to a block, each block run over all output channels while its input rows are in cache.
+  static constexpr int64_t kBlock = 10;
+  int64_t pixel_blocks() const { return ceil_div(int64_t(pixels_.size()), kBlock * kPixelsAvx2); }
+  Range block_pixels(int64_t b) const {
+    return {b * kBlock * kPixelsAvx2, std::min(int64_t(pixels_.size()), (b + 1) * kBlock * kPixelsAvx2)};
+  }
+  // The padded rows a block reads: its output rows [oh0, oh1] read [oh0·SH, oh1·SH + (KH−1)·DH].
+  Range padded_rows(int64_t b) const {
+    const Range px = block_pixels(b);
+    return {px.first / cv_.ow() * cv_.sh, (px.last - 1) / cv_.ow() * cv_.sh + (cv_.kh - 1) * cv_.dh + 1};
+  }
+
+  // One block of one image by the AVX2 indirect pixel tile, from a window of its padded
+  // image that starts at padded row row0.
+  void pixels_block(const float* pad, int64_t row0, const float* bias, float* y, int64_t b) const {
+    constexpr int R = kChannelsAvx2, T = kPixelsAvx2;
+    const int64_t P = cv_.oh() * cv_.ow(), c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
+    const int64_t depth = int64_t(offsets_.size()), panels = ceil_div(k_g, int64_t(R));
+    const Range px = block_pixels(b);
+    IndirectPixelsArgs u;
+    u.ldc = P;
+    u.relu = relu_ == Relu::fused;
+    for (int64_t g = 0; g < cv_.g; ++g) {
+      const float* xg = pad + g * c_g * rows_ * phase_w_;
+      for (int64_t q = 0; q < panels; ++q) {
+        u.m = int(std::min<int64_t>(R, k_g - q * R));
+        u.bias_row = bias + g * k_g + q * R;
+        float* yq = y + (g * k_g + q * R) * P;
+        for (int64_t pc = 0; pc < depth; pc += kKc) {
+          u.kc = std::min(kKc, depth - pc);
+          u.a = chan_a_.data() + ((g * panels + q) * depth + pc) * R;
+          u.off = offsets_.data() + pc;
+          u.load_c = pc > 0;
+          u.last = pc + u.kc >= depth;
+          for (int64_t p0 = px.first; p0 < px.last; p0 += T) {
+            u.n = int(std::min<int64_t>(T, px.last - p0));
+            for (int j = 0; j < T; ++j) {
+              const Pixel& p = pixels_[size_t(p0 + (j < u.n ? j : 0))];
+              u.x[j] = xg + (p.in - row0 * phase_w_);
+              u.c[j] = yq + p.out;
+            }
+            ukr_f32_indirect_pixels_avx2(u);
           }
         }
+      }
+    }
+  }
+
+  // AVX-512: one image by indirect GEMM: pad it (threads split channels), then threads split the
+  // pixel tiles; each tile runs every group's row panels over the whole depth in KC slices.
+  void indirect_image(const float* x, const float* bias, float* y) {
+    const int64_t IH = cv_.ih, P = cv_.oh() * cv_.ow();
+    float* pad = padded_.data();
+    pool_->run([&](int tid, int threads) {
+      const Range part = split(cv_.ic, 1, tid, threads);
+      pad_rows(x, pad, part.first, part.last, 0, IH);
     });
     const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = int64_t(offsets_.size());
     const Tile t = f32_tile(isa_);
-    constexpr int64_t kKc = 1024;  // as the packed GEMM's KC: C is revisited once per 1024 of depth
     pool_->run([&](int tid, int threads) {
       const Range part = split(int64_t(tiles_.size()), 1, tid, threads);
       IndirectArgs u;
@@ -289,9 +467,13 @@ class ImplicitGemmConv final : public Kernel {
   bool pointwise_ = false;
   bool indirect_ = false;
   int64_t pad_h_ = 0, phase_w_ = 0;
+  int64_t rows_ = 0;           // padded rows held per channel: all (AVX-512), a window (AVX2)
+  int64_t padded_floats_ = 0;  // one padded image or window
   AlignedBuffer<float> padded_;
   std::vector<int64_t> offsets_;
-  std::vector<PixelTile> tiles_;
+  std::vector<PixelTile> tiles_;  // AVX-512
+  std::vector<Pixel> pixels_;     // AVX2
+  AlignedBuffer<float> chan_a_;   // AVX2: the weights in 16-channel panels
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   Workspace ws_;

@@ -58,3 +58,26 @@ struct IndirectArgs {
 void ukr_f32_indirect_avx512(const IndirectArgs& u);
 
 }  // namespace lb::cpu
+
+namespace lb::cpu {
+
+// Indirect f32 tile (AVX2) with the roles swapped: 16 output channels in the lanes (A loaded
+// as vectors from 16-channel panels) × 6 output pixels broadcast from a zero-padded image,
+// anywhere in it: row k of pixel j's B is the one float at x[j] + off[k]. The sums leave
+// through a transpose (C rows are channels): element (channel i, pixel j) at c[j] + i·ldc.
+struct IndirectPixelsArgs {
+  int64_t kc = 0;
+  const float* a = nullptr;      // A micro-panel, 16 channels, k-major ([k][16]), 32-byte aligned
+  const float* x[6] = {};        // every x[j] is read, whatever n: repeat a valid one past n
+  const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
+  float* c[6] = {};
+  int64_t ldc = 0;
+  int m = 0, n = 0;  // valid channels (≤ 16) and pixels (≤ 6)
+  bool load_c = false, last = false;
+  const float* bias_row = nullptr;
+  bool relu = false;
+};
+constexpr int kPixelsAvx2 = 6, kChannelsAvx2 = 16;
+void ukr_f32_indirect_pixels_avx2(const IndirectPixelsArgs& u);
+
+}  // namespace lb::cpu
