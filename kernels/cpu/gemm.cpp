@@ -253,9 +253,12 @@ void run_split(const Spec& s, int64_t m, int64_t n, int64_t k, const Side& a, co
                const Epilogue& ep, const Workspace& ws, Pool* pool) {
   if (m <= 0 || n <= 0) return;
   // Threads split M when each gets a few row panels (each packs only its rows of A; B is
-  // shared through L3), else N (each packs its own columns of B; A is packed by all).
+  // shared through L3), else N (each packs its own columns of B; A is packed by all). A B
+  // packed per call (convolution pixels) would then be packed by every thread: N is split
+  // instead when it gives each thread a few column panels.
   auto body = [&](int tid, int threads) {
-    const bool by_rows = threads > 1 && m >= int64_t(threads) * 4 * s.mr;
+    const bool by_rows =
+        threads > 1 && m >= int64_t(threads) * 4 * s.mr && (b.packed || n < int64_t(threads) * 4 * s.nr);
     const Range rows = by_rows ? split(m, s.mr, tid, threads) : Range{0, m};
     const Range cols = by_rows ? Range{0, n} : split(n, s.nr, tid, threads);
     drive(s, rows, k, a, b, out, ep, reinterpret_cast<std::byte*>(ws.a(tid)), ws.a_bytes(),
