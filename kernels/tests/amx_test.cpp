@@ -266,34 +266,6 @@ TEST(AmxEmulatedDeathTest, TileInstructionWithoutConfigurationFaults) {
   EXPECT_DEATH(cpu::ukr_bf16_amx_emulated(u), "without a tile configuration");
 }
 
-// $LB_CPU_ISA=amx: accepted where AMX runs (f32 stays on avx512), else an error with why.
-TEST(Amx, ForcedAmxIsValidated) {
-  const char* before = std::getenv("LB_CPU_ISA");
-  const std::string saved = before ? before : "";
-  auto forced_with = [](const char* value) -> std::string {
-    setenv("LB_CPU_ISA", value, 1);
-    try {
-      const std::optional<cpu::Isa> isa = cpu::forced_isa();
-      return isa ? std::string(cpu::name(*isa)) : "none";
-    } catch (const Error& e) {
-      return e.what();
-    }
-  };
-  EXPECT_EQ(forced_with("bogus"), "LB_CPU_ISA=bogus: expected one of scalar avx2 avx512 amx");
-  const std::string why = cpu::amx_reason(Elem::bf16) + cpu::amx_reason(Elem::u8s8);
-  if (why.empty()) {
-    EXPECT_EQ(forced_with("amx"), "avx512");
-    setenv("LB_CPU_ISA", "amx", 1);
-    EXPECT_NE(cpu::isa_context().find("AMX tiles"), std::string::npos) << cpu::isa_context();
-  } else {
-    EXPECT_EQ(forced_with("amx").rfind("LB_CPU_ISA=amx: ", 0), 0u) << forced_with("amx");
-  }
-  if (before)
-    setenv("LB_CPU_ISA", saved.c_str(), 1);
-  else
-    unsetenv("LB_CPU_ISA");
-}
-
 // AMX's availability follows CPUID and Linux's permission; the path follows it.
 TEST(Amx, PathFollowsAvailability) {
   if (!cpuid_has_amx_tile()) {

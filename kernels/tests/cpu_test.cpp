@@ -69,6 +69,15 @@ TEST(Cpu, ForcedIsaIsValidated) {
   if (!cpu::isa_supported(cpu::Isa::avx512)) {
     EXPECT_EQ(forced_with("avx512"), "LB_CPU_ISA=avx512: this CPU has no avx512");
   }
+  // amx: accepted where AMX runs (f32 stays on avx512), else an error with why.
+  const std::string why = cpu::amx_reason(cpu::Elem::bf16) + cpu::amx_reason(cpu::Elem::u8s8);
+  if (why.empty()) {
+    EXPECT_EQ(forced_with("amx"), "avx512");
+    setenv("LB_CPU_ISA", "amx", 1);
+    EXPECT_NE(cpu::isa_context().find("AMX tiles"), std::string::npos) << cpu::isa_context();
+  } else {
+    EXPECT_EQ(forced_with("amx").rfind("LB_CPU_ISA=amx: ", 0), 0u) << forced_with("amx");
+  }
   unsetenv("LB_CPU_ISA");
   EXPECT_FALSE(cpu::forced_isa());
   EXPECT_EQ(cpu::isa_context(), "none");
