@@ -569,7 +569,7 @@ std::string peaks_cache_path() {
   return base + "/layerbench/peaks-" + hostname() + ".json";
 }
 
-Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasure) {
+Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming) {
   check_oversubscription(threads);
   Peaks p;
   const std::string cpu = cpu_model();
@@ -597,8 +597,9 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
   });
   // A contended peak stays cached while the machine is busy (measuring it before every
   // run would find it busy again), but is measured again in a quiet moment: it is lower
-  // than the machine's, and a case could read as above 100 % of it.
-  if (quiet_now())
+  // than the machine's, and a case could read as above 100 % of it. Not when resuming: a
+  // resumed run keeps the peaks its first cases were divided by.
+  if (!resuming && quiet_now())
     std::erase_if(p.peaks_, [&](const Peak& e) {
       if (!e.contended || e.kind.rfind("gpu_", 0) == 0) return false;
       std::fprintf(

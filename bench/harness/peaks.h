@@ -39,7 +39,9 @@ class Peaks {
   // above what the CPU's instructions allow at 6 GHz on every core) is measured again;
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
-  static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure);
+  // A contended cached peak is measured again when the machine is quiet now, unless
+  // `resuming` (a resumed run keeps its peaks).
+  static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming = false);
   // The compute peak for a case of this dtype on this many threads or on the GPU: the
   // fastest engine measured for the dtype; nullptr when none applies (tf32 and f8 have no
   // CPU peak loop, f16 and bf16 none where the CPU lacks their instructions).

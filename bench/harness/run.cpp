@@ -54,13 +54,13 @@ bool any_gpu_case(const std::vector<Case>& cases) {
   });
 }
 
-Peaks peaks_for(const std::vector<Case>& cases, bool remeasure) {
+Peaks peaks_for(const std::vector<Case>& cases, bool remeasure, bool resuming) {
   std::vector<int> cpu_threads;
   for (const Case& c : cases)
     if (c.unsupported.empty() && c.kernel->info.device == Device::cpu &&
         std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
       cpu_threads.push_back(c.threads);
-  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure);
+  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure, resuming);
 }
 
 // The GPU's model for the machine's identity; "" without one (the runtime then says
@@ -327,7 +327,7 @@ int run_command(const std::vector<std::string>& argv) {
   Json settings = run_settings(args);
   bool agree = !continuing || settings_agree(*log, settings, args, {"peaks"});
   // The peaks of the whole sweep, not only of the cases left: a resume records the same ones.
-  const Peaks peaks = peaks_for(all, args.remeasure_peaks);
+  const Peaks peaks = peaks_for(all, args.remeasure_peaks, continuing);
   settings["peaks"] = peaks_setting(peaks);
   if (continuing && agree) agree = settings_agree(*log, settings, args, {});
   std::vector<Case> cases = cases_to_run(std::move(all), continuing ? log.get() : nullptr, args.out);
