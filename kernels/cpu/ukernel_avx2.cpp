@@ -239,7 +239,7 @@ void store_consecutive(const IndirectPixelsArgs& u, const float* t) {
       __m128 lo = _mm256_castps256_ps128(r[i]), hi = _mm256_extractf128_ps(r[i], 1);
       if (u.load_c) {
         lo = _mm_add_ps(lo, _mm_loadu_ps(c));
-        hi = _mm_add_ps(hi, _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(c + 4))));
+        hi = _mm_add_ps(hi, _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 4))));
       }
       if (u.last) {
         if (u.bias_row) {
@@ -253,7 +253,7 @@ void store_consecutive(const IndirectPixelsArgs& u, const float* t) {
         }
       }
       _mm_storeu_ps(c, lo);
-      _mm_store_sd(reinterpret_cast<double*>(c + 4), _mm_castps_pd(hi));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(c + 4), _mm_castps_si128(hi));  // two floats, unaligned
     }
   }
 }
