@@ -130,9 +130,10 @@ struct alignas(64) AmxConfig {
 template <bool Int8>
 float amx_dot(long iters) {
   static const AmxConfig config;
-  alignas(64) static uint8_t data[16 * 64];
+  alignas(64) uint8_t data[16 * 64];
   for (size_t i = 0; i < sizeof data; ++i)
-    data[i] = uint8_t(Int8 ? 1 + i % 7 : (i % 2 ? 0x3f : 0x80));  // small u8/s8; bf16 ~0.5
+    data[i] =
+        uint8_t(Int8 ? 1 + i % 7 : (i % 2 ? 0x3f : 0x80));  // small u8 and s8; bf16 pairs of 1.0 (0x3f80)
   asm volatile("ldtilecfg %0" ::"m"(config));
   asm volatile(
       "tileloadd (%0,%1,1), %%tmm4\n\t"
@@ -152,7 +153,7 @@ float amx_dot(long iters) {
           "tdpbf16ps %tmm6, %tmm4, %tmm0\n\ttdpbf16ps %tmm7, %tmm4, %tmm1\n\t"
           "tdpbf16ps %tmm6, %tmm5, %tmm2\n\ttdpbf16ps %tmm7, %tmm5, %tmm3");
   }
-  alignas(64) static thread_local float out[16 * 16];
+  alignas(64) float out[16 * 16];
   asm volatile("tilestored %%tmm3, (%0,%1,1)\n\ttilerelease" ::"r"(out), "r"(int64_t(64)) : "memory");
   return out[0] + out[255];
 }
