@@ -4,7 +4,9 @@
 # repetitions each — enough for a U-test verdict; 2-4 minutes on a 2-core machine), keeps the
 # results gzipped in the history, rebuilds the dashboard, exports for other dashboards, and
 # exits 1 with an alert (Markdown: what regressed, by how much, the commit range) when the
-# newest run regressed.
+# newest run regressed. Cases the dashboard flags are measured once more right away (kept
+# beside the run as NAME.confirm.json.gz): a regression stands only when that measurement
+# shows it too, so one slow moment of a shared machine does not raise an alert.
 #
 #   LB_HISTORY    where the history goes: $LB_HISTORY/<machine>/<date>T<time>_<commit>.json.gz
 #                 (default ~/.local/share/layerbench/history: outside the repository; a
@@ -19,6 +21,7 @@
 #                 a run's times are judged (default 1)
 #   LB_SETTLE     seconds to wait at most, after the build, for the 1-minute load average to
 #                 fall to LB_MAX_LOAD per core before the run starts (default 180; 0: no wait)
+#   LB_CONFIRM    0: do not measure flagged cases again (default 1)
 # Extra arguments go to `layerbench run` and replace the defaults below (e.g. --kernel ...,
 # --benchmark_min_time=0.05, --suite FILE).
 # Exit status: 0 no regression; 1 regression (alert written, its path printed); 2 the build,
@@ -71,12 +74,13 @@ done
   { echo "nightly: the run failed" >&2; exit 2; }
 
 # The machine and commit the run recorded name its place in the history.
-read -r machine commit < <("$py" - "$work/run.json" <<'PY'
+read -r machine commit machine_name < <("$py" - "$work/run.json" <<'PY'
 import os, re, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "scripts"))
 from lbreport.results import load
 run = load(sys.argv[1])
-print(re.sub(r"[^A-Za-z0-9._-]+", "_", run.machine), re.sub(r"[^A-Za-z0-9._-]+", "_", run.commit or "unknown"))
+print(re.sub(r"[^A-Za-z0-9._-]+", "_", run.machine), re.sub(r"[^A-Za-z0-9._-]+", "_", run.commit or "unknown"),
+      run.machine)
 PY
 )
 commit=${LB_COMMIT:-$commit}
@@ -90,9 +94,35 @@ scripts/export --format github-action-benchmark --out "$site/export/smaller-is-b
 scripts/export --format github-action-benchmark-bigger --out "$site/export/bigger-is-better.json" "$kept" || true
 scripts/export --format bencher --out "$site/export/bencher.json" "$kept" || true
 
-status=0
-scripts/dashboard --history "$history" --out "$site" --alert "$site/alert.md" ${LB_REPO_URL:+--repo-url "$LB_REPO_URL"} \
-  ${LB_MAX_LOAD:+--max-load "$LB_MAX_LOAD"} || status=$?
+dashboard() {
+  status=0
+  scripts/dashboard --history "$history" --out "$site" --alert "$site/alert.md" --flagged "$work/flagged.txt" \
+    ${LB_REPO_URL:+--repo-url "$LB_REPO_URL"} ${LB_MAX_LOAD:+--max-load "$LB_MAX_LOAD"} || status=$?
+}
+dashboard
+# Flagged cases of this run, measured again with the same settings (a --benchmark_filter of
+# their names), then judged once more: the dashboard keeps a verdict the second measurement
+# does not show as "cannot judge (not confirmed)".
+flagged=()
+if [ "$status" = 1 ] && [ -s "$work/flagged.txt" ]; then
+  mapfile -t flagged < <(awk -F'\t' -v m="$machine_name" '$1 == m { print $2 }' "$work/flagged.txt")
+fi
+if [ ${#flagged[@]} -gt 0 ] && [ "${LB_CONFIRM:-1}" != 0 ]; then
+  if given --benchmark_filter "$@"; then
+    echo "nightly: not measuring the ${#flagged[@]} flagged cases again: --benchmark_filter was given" >&2
+  else
+    pattern=$(printf '%s\n' "${flagged[@]}" | sed 's/[][\.*^$()+?{}|]/\\&/g' | paste -sd'|')
+    echo "nightly: measuring the ${#flagged[@]} flagged cases again"
+    if "$build/bench/layerbench" run "${args[@]}" --out "$work/confirm.json" "$@" \
+      "--benchmark_filter=^($pattern)/" >"$work/confirm.log" 2>&1; then
+      gzip -9 -n -c "$work/confirm.json" >"${kept%.json.gz}.confirm.json.gz"
+      dashboard
+    else
+      echo "nightly: measuring them again failed (the verdicts stand unconfirmed):" >&2
+      tail -3 "$work/confirm.log" >&2
+    fi
+  fi
+fi
 echo "nightly: $(($(date +%s) - start)) s; dashboard: $site/index.html"
 case $status in
   0) exit 0 ;;

@@ -13,8 +13,10 @@ Verdicts on time — a case moved by more than --threshold (a fraction: 0.05 = 5
   * "cannot judge", with the reason, when it cannot say: too few repetitions (the exact test's
     smallest p is 1/C(n1+n2, n1): 2 vs 2 never reaches 0.05, 3 vs 3 only by complete
     separation; use --repetitions 5 or more), a noisy case (the repetitions overlap: p > alpha,
-    cv given), or a busy machine (the 1-minute load average at a run's start above
-    --max-load per core).
+    cv given), a change within the two runs' noise (the ratio within 3 robust standard
+    deviations of every case's log time ratio from their median: repetitions are taken back to
+    back, so what moves between runs on a shared machine shows only across the cases), or a busy
+    machine (the 1-minute load average at a run's start above --max-load per core).
 Memory peaks (host, device) are a regression when larger by more than the threshold and by at
 least 256 KiB (resident memory moves in pages), and, where the U test can decide, significant.
 A case that passed in A and failed (or ran out of memory) in B is a regression. Utilisation is
@@ -42,7 +44,7 @@ from . import stats
 from .analysis import MEMORY_FLOOR_BYTES
 from .results import LoadError, load
 from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_time
-from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, run_shift
+from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_text, run_noise, run_shift, within_noise
 
 # (key, label, gated, formatter of one value)
 METRICS = [
@@ -96,10 +98,11 @@ def _cv_text(a, b):
     return f"cv {cvs[0]} / {cvs[1]}"
 
 
-def compare_metric(a, b, key, gated, threshold, alpha, busy="", shift=1.0):
+def compare_metric(a, b, key, gated, threshold, alpha, busy="", shift=1.0, noise=None):
     """-> dict with medians, ratio, p (or None), tested, verdict ('regression', 'improvement',
     'cannot judge' or ''), and why (the reason for 'cannot judge'). `shift` is a run-wide
-    factor the time ratios are judged against (A's times scaled by it)."""
+    factor the time ratios are judged against (A's times scaled by it); `noise`, run_noise() of
+    every case's time ratio: a time ratio within it cannot be judged."""
     ma, mb = median_value(a, key), median_value(b, key)
     if ma is None or mb is None:
         return None
@@ -131,6 +134,8 @@ def compare_metric(a, b, key, gated, threshold, alpha, busy="", shift=1.0):
             least = stats.min_one_sided_p(len(va), len(vb)) if enough else 1.0
             verdict, why = "cannot judge", (f"too few repetitions ({len(va)} vs {len(vb)}): the U test cannot go "
                                             f"below p = {least:.3g} > alpha")
+        elif p_dir <= alpha and within_noise(ratio, noise):
+            verdict, why = "cannot judge", f"within the two runs' noise: {noise_text(noise)}"
         elif p_dir <= alpha:
             verdict = "regression" if worse else "improvement"
         else:
@@ -148,7 +153,7 @@ def time_ratios(a_run, b_run, common):
     return out
 
 
-def run(a_run, b_run, threshold, alpha, show_all, busy="", shift=None):
+def run(a_run, b_run, threshold, alpha, show_all, busy="", shift=None, noise=None):
     table = Table([("case", "case"), ("metric", "metric"), ("A", "a"), ("B", "b"), ("B ÷ A", "ratio"),
                    ("U test p (B > A)", "p_value"), ("repetitions", "repetitions"), ("verdict", "verdict")],
                   right=[False, False, True, True, True, True, True, False])
@@ -170,7 +175,7 @@ def run(a_run, b_run, threshold, alpha, show_all, busy="", shift=None):
         if not (a.ok and b.ok):
             continue
         for mkey, label, gated, fmt in METRICS:
-            r = compare_metric(a, b, mkey, gated, threshold, alpha, busy, factor)
+            r = compare_metric(a, b, mkey, gated, threshold, alpha, busy, factor, noise)
             if r is None:
                 continue
             if mkey == "time" and r["ratio"]:
@@ -230,8 +235,10 @@ def main(argv=None):
         return 2
     busy = "; ".join(f"{which} {why}" for which, why in (("A", a_run.busy(args.max_load)),
                                                           ("B", b_run.busy(args.max_load))) if why)
-    shift = None if busy else run_shift(time_ratios(a_run, b_run, sorted(common)), args.threshold)
-    table, s = run(a_run, b_run, args.threshold, args.alpha, args.all, busy, shift)
+    ratios = time_ratios(a_run, b_run, sorted(common))
+    shift = None if busy else run_shift(ratios, args.threshold)
+    noise = None if busy else run_noise(ratios)
+    table, s = run(a_run, b_run, args.threshold, args.alpha, args.all, busy, shift, noise)
     print(f"compare: A = {args.a}, B = {args.b}; threshold {args.threshold:.0%}, alpha {args.alpha}")
     if a_run.machine != b_run.machine:
         print(f"compare: across machines ({a_run.machine} vs {b_run.machine}): the ratios include the machines' "
@@ -254,6 +261,9 @@ def main(argv=None):
         print(f"compare: run-wide shift: every case ×{shift[0]:.3f} ({shift[1]} of {shift[2]} cases moved by more "
               f"than {args.threshold:.0%} the same way) — a machine change (clock, governor, microcode, a busy "
               "neighbour) or a change that slows everything, reported once; cases are judged relative to it")
+    if noise:
+        print(f"compare: the two runs' noise, case to case: {noise_text(noise)}; a time change within it cannot "
+              "be judged")
     if s["only_a"] or s["only_b"]:
         print(f"cases only in A: {s['only_a']}, only in B: {s['only_b']} (not compared)")
     if s["fixed"]:

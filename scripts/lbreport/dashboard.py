@@ -25,9 +25,11 @@ are not touched; docs/nightly.md says how to prune them).
 The regression rule, robust to noisy shared machines: for each case and metric (time, host
 peak, device peak), take the case's values in the previous --window runs where it was
 measured (at least --min-runs of them): their median m and their MAD scaled to a standard
-deviation, s = max(1.4826 * MAD, m * the case's median within-run cv) (a few nights' MAD can
-be near zero by chance; a case's own repetitions say how noisy it is). The value x of a run is
-a regression when
+deviation, s = max(1.4826 * MAD, m * the case's median within-run cv, m * the run's noise)
+(a few nights' MAD can be near zero by chance; a case's own repetitions say how noisy it is;
+the run's noise is the robust spread of log(x / m) over all its cases: repetitions are taken
+back to back, so what moves from one night to the next on a shared machine shows only across
+the cases). The time x of a run is a regression when
     x > m + k * max(s, 0.01 * m)   and   x > (1 + min_change) * m,
 an improvement in the mirror case, and "cannot judge" when it moved by more than min_change
 but the history is too short (fewer than --min-runs values), the change is inside a noisy
@@ -36,6 +38,12 @@ load average above --max-load per core). When the newest run moved as a whole (t
 mean of x / m beyond min_change, two thirds of the cases moved the same way), that is one
 finding, a machine change, and the cases are judged relative to it. Runs are ordered by the
 date in their context (then by file name).
+
+A run may have a second measurement of the cases it flagged, NAME.confirm.json.gz beside its
+NAME.json.gz (scripts/nightly.sh measures them again right after, --flagged lists them): a
+regression or improvement stands only when that measurement is outside the band as well, else
+it is "cannot judge" (not confirmed). One slow moment of a shared machine rarely lasts through
+both; a slower kernel does.
 
 Exit status: 0 no regression in any machine's newest run; 1 regressions (or a run-wide shift)
 in a newest run: the alert (Markdown: what regressed, by how much, the commit range) is written
@@ -57,7 +65,7 @@ from collections import defaultdict
 
 from . import stats
 from .results import Complaints, load_many
-from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, run_shift
+from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, run_noise, run_shift
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
 CHART_JS = os.path.join("node_modules", "chart.js", "dist", "chart.umd.js")
@@ -68,6 +76,9 @@ METRICS = [  # key in a point, label, unit, judged for regressions (bigger = wor
     ("device", "device peak", "MB", True),
 ]
 RESULT_EXTENSIONS = (".json", ".json.gz", ".jsonl")
+# A run's second measurement of the cases it flagged (scripts/nightly.sh writes it beside the
+# run: NAME.confirm.json.gz next to NAME.json.gz): part of that run, not a run of its own.
+CONFIRM_SUFFIX = ".confirm"
 
 
 def parse_args(argv):
@@ -86,6 +97,9 @@ def parse_args(argv):
     p.add_argument("--repo-url", default=os.environ.get("LB_REPO_URL", ""),
                    help="https://github.com/OWNER/REPO: links to the commits between runs (or LB_REPO_URL)")
     p.add_argument("--alert", help="where the alert goes when a newest run regressed (default OUT/alert.md)")
+    p.add_argument("--flagged", metavar="FILE",
+                   help="also write the cases whose time regressed in a machine's newest run, one per line as "
+                        "MACHINE<tab>CASE, for measuring them again (scripts/nightly.sh; empty when none)")
     return p.parse_args(argv)
 
 
@@ -114,8 +128,30 @@ def slug(text):
 def history_files(folder):
     out = []
     for root, _dirs, files in os.walk(folder):
-        out += [os.path.join(root, f) for f in files if f.endswith(RESULT_EXTENSIONS)]
+        out += [os.path.join(root, f) for f in files
+                if f.endswith(RESULT_EXTENSIONS) and CONFIRM_SUFFIX + "." not in f]
     return sorted(out)
+
+
+def confirm_path(run_path):
+    """Where a run's confirming measurement is, if it has one: NAME.confirm.json[.gz] beside it."""
+    for ext in RESULT_EXTENSIONS:
+        if run_path.endswith(ext):
+            stem = run_path[: -len(ext)]
+            for e in (".json.gz", ".json"):
+                if os.path.exists(stem + CONFIRM_SUFFIX + e):
+                    return stem + CONFIRM_SUFFIX + e
+    return None
+
+
+def attach_confirms(runs, complain):
+    """run.confirm: the run's confirming measurement (a loaded results file) or None."""
+    for r in runs:
+        path = confirm_path(r.path)
+        r.confirm = None
+        if path:
+            loaded = load_many([path], complain)
+            r.confirm = loaded[0] if loaded else None
 
 
 def _month_index(date):
@@ -153,7 +189,9 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
                          "href": f"runs/{slug(r.machine)}/{slug(r.name)}.html"})
     cases = {}
     for i, r in enumerate(runs):
+        again = getattr(r, "confirm", None)
         for key, c in r.cases.items():
+            c2 = again.cases.get(key) if again else None
             d = cases.setdefault(key, {"name": c.label, "kernel": c.kernel, "op": c.op, "backend": c.backend,
                                        "dtype": c.dtype, "device": c.device, "type": c.type, "threads": c.threads,
                                        "problem": c.problem, "points": []})
@@ -161,6 +199,7 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
             d["points"].append({
                 "run": i, "status": c.status,
                 "time": c.time_us if c.ok else None,
+                "confirm": c2.time_us if c2 is not None and c2.ok else None,
                 "time_lo": min(ts) if ts else None, "time_hi": max(ts) if ts else None,
                 "cv": c.cv if c.ok else None,
                 "gflops": c.gflops if c.ok else None,
@@ -174,27 +213,39 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
     return runs, run_rows, ordered
 
 
-def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None):
+def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None, noise=None, again=None):
     """One value against its history -> (verdict, details). verdict: "regression", "improvement",
     "cannot judge" (details["why"] says why) or "" (within the band or too small to count).
-    `cv`, the case's typical coefficient of variation within a run, is a floor under the
-    spread: the MAD of a few nights can be near zero by chance while the case itself is noisy."""
+    Floors under the spread, since the MAD of a few nights can be near zero by chance: `cv`,
+    the case's typical coefficient of variation within a run, and `noise`, the run's
+    case-to-case spread (run_noise() of every case's value over its median before). `again`, a
+    second measurement of the same run (scripts/nightly.sh measures what it flagged once more):
+    a verdict stands only when that one is outside the band too."""
     d = {"runs": len(prev)}
     if len(prev) < min_runs:
         d["why"] = f"history too short ({len(prev)} of {min_runs} runs)"
         return ("cannot judge", d) if prev and abs(x / stats.median(prev) - 1) > min_change else ("", d)
     m = stats.median(prev) * shift
-    s = max(stats.mad(prev) * shift, m * (cv or 0.0))
+    spreads = {"its own spread over the runs before": stats.mad(prev) * shift,
+               "its repetitions' cv": m * (cv or 0.0),
+               "the run's case-to-case noise": m * (noise[1] if noise else 0.0)}
+    widest = max(spreads, key=spreads.get)
+    s = spreads[widest]
     half = k * max(s, 0.01 * m)
     d.update(median=m, mad=s, limit=max(m + half, (1 + min_change) * m), low=min(m - half, (1 - min_change) * m))
     if m <= 0:
         return "", d
-    if x > d["limit"]:
-        return "regression", d
-    if x < d["low"]:
-        return "improvement", d
+    verdict = "regression" if x > d["limit"] else "improvement" if x < d["low"] else ""
+    if verdict and again is not None:
+        d["again"] = again
+        if not (again > d["limit"] if verdict == "regression" else again < d["low"]):
+            d["why"] = (f"not confirmed: measured again right after, {again / m:.3f}× the median "
+                        f"(band {d['low'] / m:.3f}-{d['limit'] / m:.3f}×)")
+            return "cannot judge", d
+    if verdict:
+        return verdict, d
     if abs(x / m - 1) > min_change:
-        d["why"] = f"noisy: inside the band (±{half / m:.0%} of the median)"
+        d["why"] = f"noisy: inside the band (±{half / m:.0%} of the median, from {widest})"
         return "cannot judge", d
     return "", d
 
@@ -211,6 +262,7 @@ def _typical_cv(pts, run, window):
 def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", verdicts=("regression",)):
     """The rule (module docstring) on one run -> the findings with the verdicts asked for."""
     out = []
+    noise = run_noise(_time_ratios(cases, last_run, window, min_runs))
     for d in cases:
         pts = {p["run"]: p for p in d["points"]}
         now = pts.get(last_run)
@@ -221,7 +273,8 @@ def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", 
                 continue
             prev = _history(pts, last_run, key, window)
             verdict, det = judge_value(prev, now[key], k, min_change, min_runs, shift if key == "time" else 1.0,
-                                       _typical_cv(pts, last_run, window) if key == "time" else None)
+                                       _typical_cv(pts, last_run, window) if key == "time" else None,
+                                       noise if key == "time" else None, now.get("confirm") if key == "time" else None)
             if busy and key == "time" and verdict in ("regression", "improvement", "cannot judge"):
                 verdict, det["why"] = "cannot judge", f"busy machine: {busy}"
             if verdict not in verdicts:
@@ -230,6 +283,7 @@ def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", 
             out.append({"case": d["id"], "name": d["name"], "metric": label, "unit": unit, "value": now[key],
                         "median": m, "mad": det.get("mad"), "limit": det.get("limit"),
                         "ratio": now[key] / m if m else None, "runs": det["runs"], "run": last_run,
+                        "again": det.get("again"),
                         "verdict": verdict, "why": det.get("why", "")})
     out.sort(key=lambda r: -(r["ratio"] or 0))
     return out
@@ -238,28 +292,35 @@ def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", 
 def bands(cases, n_runs, window, min_runs, k, min_change):
     """Per case and run: the time band the run was judged against and whether it was flagged
     (drawn on the cards: the band shaded, flagged points marked)."""
+    noise = {r: run_noise(_time_ratios(cases, r, window, min_runs)) for r in range(n_runs)}
     for d in cases:
         pts = {p["run"]: p for p in d["points"]}
         for r, p in pts.items():
             if p.get("time") is None:
                 continue
             prev = _history(pts, r, "time", window)
-            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, cv=_typical_cv(pts, r, window))
+            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, cv=_typical_cv(pts, r, window),
+                                       noise=noise.get(r), again=p.get("confirm"))
             p["band"] = [det["low"], det["limit"]] if "limit" in det else None
             p["flag"] = verdict if verdict in ("regression", "improvement") else ""
 
 
-def newest_shift(cases, last_run, window, min_runs, min_change):
+def _time_ratios(cases, run, window, min_runs):
+    """Every case's time in a run over its median in the runs before (those with enough history)."""
     ratios = []
     for d in cases:
         pts = {p["run"]: p for p in d["points"]}
-        now = pts.get(last_run)
+        now = pts.get(run)
         if now is None or now.get("time") is None:
             continue
-        prev = _history(pts, last_run, "time", window)
+        prev = _history(pts, run, "time", window)
         if len(prev) >= min_runs and stats.median(prev):
             ratios.append(now["time"] / stats.median(prev))
-    return run_shift(ratios, min_change)
+    return ratios
+
+
+def newest_shift(cases, last_run, window, min_runs, min_change):
+    return run_shift(_time_ratios(cases, last_run, window, min_runs), min_change)
 
 
 def overview(cases, n_runs, window, findings):
@@ -392,11 +453,12 @@ def alert_text(machines, repo):
                       "same way) — a machine change (clock, governor, microcode, a busy neighbour) or a change that "
                       "slows everything; the cases below are judged relative to it.", ""]
         if regs:
-            lines += ["| case | metric | newest | median before | newest ÷ median | limit | runs |",
-                      "|---|---|---:|---:|---:|---:|---:|"]
+            lines += ["| case | metric | newest | median before | newest ÷ median | measured again ÷ median | limit "
+                      "| runs |", "|---|---|---:|---:|---:|---:|---:|---:|"]
             for f in regs:
+                again = f"{f['again'] / f['median']:.3f}" if f.get("again") and f["median"] else "—"
                 lines.append(f"| {f['name']} | {f['metric']} | {_fmt(f['value'], f['unit'])} | "
-                             f"{_fmt(f['median'], f['unit'])} | {f['ratio']:.3f} ({(f['ratio'] - 1):+.1%}) | "
+                             f"{_fmt(f['median'], f['unit'])} | {f['ratio']:.3f} ({(f['ratio'] - 1):+.1%}) | {again} | "
                              f"{_fmt(f['limit'], f['unit'])} | {f['runs']} |")
             lines.append("")
     return "\n".join(lines) + "\n"
@@ -444,6 +506,7 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     runs = load_many(history_files(args.history), complain)
+    attach_confirms(runs, complain)
     if not runs:
         print(f"dashboard: no results file could be read in {args.history}", file=sys.stderr)
         return 2
@@ -464,6 +527,11 @@ def main(argv=None):
         print(f"dashboard: {dropped} runs older than {args.keep_months} months before their machine's newest are "
               "left out (retention)")
     print(f"dashboard: {len(machines)} machines -> {os.path.join(args.out, 'index.html')}")
+    if args.flagged:
+        with open(args.flagged, "w", encoding="utf-8") as f:
+            for m in machines:
+                for n in sorted({x["name"] for x in m["findings"] if x["verdict"] == "regression" and x["metric"] == "time"}):
+                    f.write(f"{m['name']}\t{n}\n")
     if flagged:
         with open(alert, "w", encoding="utf-8") as f:
             f.write(alert_text(flagged, args.repo_url))

@@ -1,5 +1,6 @@
 """What compare and the dashboard share about judging: when a machine was too busy to judge,
-and when a whole run moved by one factor (a machine change, not thousands of regressions)."""
+when a whole run moved by one factor (a machine change, not thousands of regressions), and how
+noisy two runs were case to case (a change inside that noise is not a verdict)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ DEFAULT_MAX_LOAD_PER_CORE = 1.0
 # least this share of the cases moved beyond it the same way.
 SHIFT_SHARE = 2 / 3
 SHIFT_MIN_CASES = 5
+# The runs' own noise: a case's time ratio is judged only when it lies more than NOISE_K robust
+# standard deviations of every case's log ratio from their median, and at least NOISE_MIN_CASES
+# cases say how large that spread is. Repetitions within a run are taken back to back, so their
+# spread (the U test's, a case's cv) misses what moves between runs on a shared machine — a
+# neighbour, the memory bandwidth, the frequency; the cases of the same two runs measure it.
+# Measured: two nightly runs on the 2-core Zen 3 VM while other work ran spread 0.12-0.20
+# (log), and their U tests called 9-24 of 72 unchanged cases regressions.
+NOISE_K = 3.0
+NOISE_MIN_CASES = 8
 
 
 def finite_fraction(text: str, name: str):
@@ -41,3 +51,28 @@ def run_shift(ratios, threshold):
     if moved < SHIFT_SHARE * len(rs):
         return None
     return g, moved, len(rs)
+
+
+def run_noise(ratios):
+    """The case-to-case noise of two runs from their cases' time ratios -> (median, sigma, n):
+    the median and 1.4826 x the MAD of log(ratio) (a robust standard deviation); None with fewer
+    than NOISE_MIN_CASES ratios."""
+    logs = [math.log(r) for r in ratios if r is not None and r > 0 and math.isfinite(r)]
+    if len(logs) < NOISE_MIN_CASES:
+        return None
+    centre = stats.median(logs)
+    return centre, stats.MAD_TO_SIGMA * stats.median([abs(x - centre) for x in logs]), len(logs)
+
+
+def within_noise(ratio, noise, k=NOISE_K):
+    """Whether a ratio lies within k robust standard deviations of the runs' median ratio."""
+    if noise is None or ratio is None or ratio <= 0:
+        return False
+    centre, sigma, _ = noise
+    return abs(math.log(ratio) - centre) <= k * sigma
+
+
+def noise_text(noise, k=NOISE_K):
+    """'±X % (3 robust SDs of N cases' ratios)': the band within_noise() accepts, for a reason."""
+    _, sigma, n = noise
+    return f"±{math.exp(k * sigma) - 1:.0%} ({k:g} robust SDs of {n} cases' time ratios)"

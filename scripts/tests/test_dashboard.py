@@ -7,6 +7,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import unittest
 
@@ -132,9 +133,10 @@ class Sample(unittest.TestCase):
             self.assertTrue(all(r["commit"] for r in zen["runs"]))
             self.assertEqual(zen["runs"], sorted(zen["runs"], key=lambda r: r["date"]))
 
-    def planted(self, factor, cases):
+    def planted(self, factor, cases, again=None):
         """The sample plus a copy of its newest night, a day later under a new commit, with some
-        cases' times (or all) multiplied by factor -> the dashboard's (exit status, stdout, alert)."""
+        cases' times (or all) multiplied by factor -> the dashboard's (exit status, stdout, alert).
+        again: those cases measured again (a .confirm file beside the night), times × again."""
         nights = self.nights()
         with gzip.open(nights[-1], "rt", encoding="utf-8") as f:
             doc = json.load(f)
@@ -152,6 +154,14 @@ class Sample(unittest.TestCase):
             name = night.strftime("%Y-%m-%dT%H%M%S") + "_feedc0ffee00.json.gz"
             with gzip.open(os.path.join(hist, run.machine, name), "wt") as f:
                 json.dump(doc, f)
+            if again is not None:
+                doc["benchmarks"] = [r for r in doc["benchmarks"] if r.get("lb_case") in cases]
+                for r in doc["benchmarks"]:
+                    if isinstance(r.get("real_time"), (int, float)):
+                        r["real_time"] *= again / factor
+                with gzip.open(os.path.join(hist, run.machine, name.replace(".json.gz", ".confirm.json.gz")),
+                               "wt") as f:
+                    json.dump(doc, f)
             # The sample's own nights judged on their load too would hide the plant: judge on time alone.
             p = script("dashboard", "--history", hist, "--out", os.path.join(tmp, "site"), "--max-load", "1000")
             alert = os.path.join(tmp, "site", "alert.md")
@@ -176,6 +186,20 @@ class Sample(unittest.TestCase):
         self.assertIn(f"Commit range: `{run.commit}..feedc0ffee00`", alert)
         self.assertIn("+20.0%", alert)
 
+    def test_planted_slowdown_measured_again(self):
+        steady = self.steady_cases(3)
+        # (The sample's own newest night has cases far off the nights before; they are flagged
+        # either way, and not measured again here.)
+        p, alert, _ = self.planted(1.2, set(steady), again=1.0)  # not there the second time
+        for name in steady:
+            self.assertNotIn(name, alert)
+        self.assertIn("4 runs", p.stdout)  # the .confirm file is part of its night, not a run
+        p, alert, _ = self.planted(1.2, set(steady), again=1.2)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        for name in steady:
+            # measured again: the same ratio to the median as the night's
+            self.assertRegex(alert, re.escape(f"| {name} | time |") + r"[^\n]*\| (1\.\d{3}) \([^|]*\| \1 \|")
+
     def test_everything_slower_is_a_machine_change(self):
         p, alert, _ = self.planted(1.2, None)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
@@ -184,15 +208,17 @@ class Sample(unittest.TestCase):
         self.assertLess(alert.count("| time |"), 5, alert)  # not one line per case
 
 
-def series(values):
-    return [{"id": 0, "name": "c", "points": [{"run": i, "time": v, "host": None, "device": None}
-                                               for i, v in enumerate(values)]}]
+def series(values, again=None):
+    """One case's points; `again`: the newest run's second measurement."""
+    pts = [{"run": i, "time": v, "host": None, "device": None} for i, v in enumerate(values)]
+    pts[-1]["confirm"] = again
+    return [{"id": 0, "name": "c", "points": pts}]
 
 
-def verdicts(values, **kw):
+def verdicts(values, again=None, **kw):
     rule = dict(window=10, min_runs=3, k=3.0, min_change=0.05)
     rule.update(kw)
-    return [r["verdict"] for r in dashboard.judge(series(values), len(values) - 1, **rule,
+    return [r["verdict"] for r in dashboard.judge(series(values, again), len(values) - 1, **rule,
                                                    verdicts=("regression", "improvement", "cannot judge"))]
 
 
@@ -227,6 +253,36 @@ class Rule(unittest.TestCase):
 
     def test_faster_is_never_a_regression(self):
         self.assertEqual(flagged([100, 101, 99, 100, 50]), [])
+
+    def test_a_verdict_stands_only_if_measured_again_it_shows(self):
+        steady = [100, 101, 99, 100, 100, 130]
+        self.assertEqual(verdicts(steady, again=131), ["regression"])
+        self.assertEqual(verdicts(steady, again=101), ["cannot judge"])
+        found = dashboard.judge(series(steady, 101), 5, window=10, min_runs=3, k=3.0, min_change=0.05,
+                                verdicts=("cannot judge",))
+        self.assertIn("not confirmed: measured again right after, 1.010×", found[0]["why"])
+        self.assertEqual(verdicts([100, 101, 99, 100, 100, 60], again=99), ["cannot judge"])
+
+    def test_a_noisy_night_widens_every_band(self):
+        # 20 steady cases; in the newest night each moved by its own factor (0.75-1.33: a busy
+        # neighbour) and one by 1.3: inside that night's noise, so not a regression.
+        cases = []
+        for i in range(20):
+            f = 0.75 * (1.33 / 0.75) ** (i / 19)
+            pts = [{"run": r, "time": 100.0, "host": None, "device": None} for r in range(5)]
+            pts.append({"run": 5, "time": 100.0 * f, "host": None, "device": None})
+            cases.append({"id": i, "name": f"c{i}", "points": pts})
+        cases[3]["points"][-1]["time"] = 130.0
+        found = dashboard.judge(cases, 5, window=10, min_runs=3, k=3.0, min_change=0.05,
+                                verdicts=("regression", "cannot judge"))
+        self.assertNotIn("regression", [f["verdict"] for f in found], found)
+        self.assertIn("from the run's case-to-case noise", next(f["why"] for f in found if f["name"] == "c3"))
+        # The same 1.3 on a quiet night is a regression.
+        for d in cases:
+            d["points"][-1]["time"] = 100.0
+        cases[3]["points"][-1]["time"] = 130.0
+        self.assertEqual([f["name"] for f in dashboard.judge(cases, 5, window=10, min_runs=3, k=3.0,
+                                                             min_change=0.05)], ["c3"])
 
 
 if __name__ == "__main__":
