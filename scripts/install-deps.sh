@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++         # the build
   clang-format                  # the layout test (ctest -R format)
   libgtest-dev libbenchmark-dev # GoogleTest, Google Benchmark
+  libbenchmark-tools            # Google Benchmark's compare.py (the results-format test runs it)
   nlohmann-json3-dev            # results files
   python3 python3-matplotlib python3-numpy python3-scipy  # result checks, reports, plots
   nodejs chromium               # the dashboard (npm packages) and its headless-browser test

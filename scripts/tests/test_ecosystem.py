@@ -23,6 +23,7 @@ from helpers import fixture
 from lbreport import results as R
 
 TIME_UNITS = ("ns", "us", "ms", "s")
+GB_COMPARE = "/usr/share/benchmark/compare.py"  # Debian's libbenchmark-tools
 GB_AGGREGATES = {"mean", "median", "stddev", "cv"}
 
 
@@ -107,6 +108,24 @@ class Contract(unittest.TestCase):
         peaks = {(p.kind, p.threads): p for p in run.peaks()}
         self.assertAlmostEqual(peaks[("f32_fma", 2)].per_second, 2.0e11)
         self.assertIn("AVX2", peaks[("f32_fma", 2)].how)
+
+    def test_google_benchmarks_compare_py(self):
+        """Google Benchmark's own tools/compare.py (Debian's libbenchmark-tools) on our files:
+        its OVERALL_GEOMEAN line is there for the new format, and missing for the old shape."""
+        if not os.path.exists(GB_COMPARE):
+            self.skipTest(f"{GB_COMPARE} missing: scripts/install-deps.sh installs libbenchmark-tools")
+
+        def overall(name):
+            path = fixture(name)
+            p = subprocess.run(["/usr/bin/python3", GB_COMPARE, "--no-color", "benchmarks", path, path],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+            return [l for l in p.stdout.splitlines() if l.startswith("OVERALL_GEOMEAN")]
+
+        line = overall("format2_run.json")
+        self.assertEqual(len(line), 1)
+        self.assertEqual(line[0].split()[1:3], ["+0.0000", "+0.0000"])
+        self.assertEqual(overall("cpu_run.json"), [])
 
     @unittest.skipUnless(os.environ.get("LAYERBENCH"), "LAYERBENCH not given")
     def test_a_real_run_in_the_new_format(self):
