@@ -528,6 +528,7 @@ def load(path: str) -> Run:
     warnings: list[str] = []
     if path.endswith(".jsonl"):
         context: dict = {}
+        settings = None
         rows: list[dict] = []
         lines = text.split("\n")
         last = max(i for i, ln in enumerate(lines) if ln.strip())
@@ -545,11 +546,15 @@ def load(path: str) -> Run:
                 raise LoadError(f"{path}:{i + 1}: not a JSON object")
             if "context" in obj and isinstance(obj["context"], dict) and len(obj) == 1:
                 context = obj["context"]
+            elif "layerbench_settings" in obj and len(obj) == 1:  # format 2's first line: what --resume checks
+                settings = obj["layerbench_settings"]
             else:
                 rows.append(obj)
         _check_rows(rows, path)
         if not context:
             warnings.append(f"{path}: no context line (machine and peaks unknown)")
+        elif settings is not None:
+            context.setdefault("layerbench_settings", settings)
     else:
         try:
             doc = json.loads(text)

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import unittest
 
-from helpers import SCRIPTS, fixture
+from helpers import SCRIPTS, TempDir, fixture
 
 from lbreport import results as R
 
@@ -117,12 +117,52 @@ class Loading(unittest.TestCase):
         self.assertIn("repro: layerbench check", failed.error_message)
         self.assertTrue(next(c for c in run.cases.values() if c.status == "mistrusted").ok)
 
+    def test_format2_jsonl(self):
+        """A format-2 run's stream: a settings line (what --resume checks), the context, then
+        one line per repetition as cases finish."""
+        with open(fixture("format2_run.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        with TempDir() as tmp:
+            path = os.path.join(tmp, "run.jsonl")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"layerbench_settings": {"batches": "1"}}) + "\n")
+                f.write(json.dumps({"context": doc["context"]}) + "\n")
+                for r in doc["benchmarks"]:
+                    f.write(json.dumps(r) + "\n")
+            run = R.load(path)
+        self.assertEqual(run.warnings, [])
+        self.assertEqual(run.machine, "zen3-vm")
+        whole = R.load(fixture("format2_run.json"))
+        self.assertEqual(sorted(k for k, c in run.cases.items() if c.ok), sorted(k for k, c in whole.cases.items() if c.ok))
+
     def test_interrupted_jsonl_with_torn_line(self):
         run = R.load(fixture("interrupted.jsonl"))
         self.assertEqual(len(run.warnings), 1)
         self.assertIn("interrupted.jsonl:16: torn last line", run.warnings[0])
         self.assertTrue(run.context.get("date"))
         self.assertTrue(run.cases and all(c.ok for c in run.cases.values()))
+
+
+class Committed(unittest.TestCase):
+    """The results committed under results/ (not the ignored results/runs/): every file loads,
+    and the development machines stay apart — the Zen 3 and the Zen 5 VMs report the same CPU
+    model ("AMD EPYC"), host name ("vm") and core count, so only the machine identity in the
+    results tells them apart."""
+
+    def test_machines_stay_apart(self):
+        root = os.path.join(os.path.dirname(SCRIPTS), "results")
+        paths = [os.path.join(d, f) for d, _, fs in os.walk(root) if os.path.basename(d) != "runs"
+                 and os.path.relpath(d, root).split(os.sep)[0] != "runs" for f in fs
+                 if f.endswith((".json", ".json.gz"))]
+        self.assertGreaterEqual(len(paths), 3)
+        by_folder = {}
+        for p in paths:
+            run = R.load(p)
+            by_folder.setdefault(os.path.relpath(p, root).split(os.sep)[0], set()).add(run.machine)
+        zen3 = by_folder["history"]  # the nightly sample: the Zen 3 VM
+        zen5 = by_folder["cpu-zen5-2core"]
+        self.assertEqual(len(zen5), 1, zen5)
+        self.assertFalse(zen3 & zen5, (zen3, zen5))
 
 
 class Broken(unittest.TestCase):
