@@ -40,6 +40,20 @@
 //    instead of storing masked (vmaskmovps stores are microcoded on AMD); Q < 8 (7×7
 //    planes): one block per row spilling into the next row, the plane's last row stored
 //    early with its first lanes spliced from the row before; P % rows: one shorter pass.
+//    When x and y outgrow the caches and Q % 8 = 0, y is stored non-temporally (no read for
+//    ownership of the lines y overwrites whole: a third less DRAM traffic).
+//  - AVX2 c8 ("channels as lanes", 3×3, stride 1 or 2 both ways, dilation 1; pick_variant()
+//    says for which planes): per image and group of 8 channels, the 8 input planes are
+//    transposed band by band into a per-thread scratch laid out [rows][W + 2·PW][8] with the
+//    zero border in it (no masks, no edge cases), every output pixel is 9 FMAs of whole
+//    8-channel vectors (weights packed in prepare() as [C/8][3][3][8], 5-6 outputs per
+//    step sharing each loaded input pixel; the zero border written once, when the scratch is), and the
+//    [P][Q][8] result is transposed back into the 8 output planes. The transposes are two 4×4 ones within
+//    128-bit halves (16 half loads, the upper ones by vinsertf128 from memory, 16 in-lane shuffles and 8
+//    stores per 8×8); the output side walks the plane flat (P·Q contiguous per channel), so only its last
+//    block overlaps. Bands: as many output rows as keep the input and output bands within
+//    kC8BandBytes; the 3 - S input rows a band shares with the next are moved up, not
+//    transposed again. Channels past the last group of 8 take the rows_* (or generic) path.
 //  - scalar: the same sums one output at a time.
 // Measured here (Zen 5, 1 thread, batch 1, min of 300): the fast paths took MobileNet's
 // depthwise layers from 34-139 µs (generic path) to 12-53 µs.
@@ -74,6 +88,32 @@
 // VM. Furthest behind: the stride-2 planes (dw3, dw5, dw13) and the 7×7 / 14×14 ones, bound
 // by per-plane work (masked loads on every block, 7 of 8 lanes used) rather than bandwidth.
 //
+// Channels as lanes (c8), AVX2. Prediction: per 8 outputs (8 channels × 1 pixel), 9 FMAs
+// and (stride 1, 5 outputs per step) 4.2 loads, plus ~5 instructions per pixel-vector for
+// each transpose: stride 1 ~1 input pixel per output (~25 instructions per 8 outputs, about
+// twice rows_s1's 13 on a wide plane), stride 2 ~4 input pixels per output (~40). So c8 can
+// only win where rows_* waste their work: planes of 7-14 columns (every block an edge block
+// with masked loads, 7 of 8 or 14 of 16 lanes used, one short FMA chain per row-block), and
+// it is capped below the yardstick, conv2d.onednn.blocked, whose timed part reads and writes
+// the nChw8c layout directly (its reorders are untimed): at best ~0.6× of it for stride 1 at
+// the same instruction rate, ~0.4× for stride 2 (the input is 4× the output).
+// Measured (2-core Zen 3 EPYC VM, AVX2, shared with other work while measured): the ratio
+// oneDNN time / ours, from `layerbench run` of the nine MobileNet shapes at batch 1 and 32,
+// 1 and 2 threads, both kernels interleaved, twice, each time right after the same run of
+// the rows_*-only build (before → after, 1 / 2 threads): dw13 0.42/0.52 → 0.86/0.75 and
+// 0.45/0.50 → 0.56/0.72; dw8 0.59/0.61 → 0.64/0.80 and 0.71/0.70 → 0.88/0.74; dw6
+// 0.63/0.89 → 0.73/0.83 and 0.63/0.69 → 0.72/1.01; dw14 0.65/0.78 → 0.82/0.87 and
+// 0.78/0.92 → 0.60/0.66. Above the stride-2 prediction: oneDNN's jit_dw:avx2 runs well
+// below its own bound on these planes. The unchanged paths moved ±0.1-0.3 between the two
+// runs, so the dw14 change is within the noise. Not used (measured as fast or slower than
+// rows_*): larger planes (dw2-dw5, dw7 at batch 1), and batch 32 (x and y past the caches),
+// where c8's eight plane streams per group ran up to 2× slower than rows_*' one even with
+// prefetching. Masked loads (vmaskmovps) in the W < 8 transposes made dw14 at batch 32 2.5×
+// slower: c8 reads past the row instead.
+// Non-temporal y (rows_*, batch 32, Q % 8 = 0), the same two pairs of runs: dw2 0.73/0.84 →
+// 0.93/1.00 and 0.72/0.74 → 0.97/1.09; dw3 0.71/0.98 → 0.83/1.13 and 0.72/0.79 → 0.90/0.97;
+// dw4 0.78/0.83 → 0.91/1.20 and 1.02/0.79 → 0.93/1.05.
+//
 // Prefetch: once x and y outgrow the caches, the hardware prefetchers alone left the row
 // walk latency-bound at ~10 GB/s; each path prefetches the input a fixed distance ahead
 // (prefetch_ahead()), which brought batch 32 to the DRAM bandwidth (3-4× faster).
@@ -83,11 +123,14 @@
 // carry the target attribute; the per-ISA entry points are target + flatten, which inlines
 // the whole template into them, so nothing outside those functions needs the ISA.
 // Threads: the N·C planes split across the pool in contiguous ranges (C ≥ 32 planes at
-// batch 1, so both threads of 2 always have work).
+// batch 1, so both threads of 2 always have work); c8 splits its units (per image, the C/8
+// groups, then the channels past them if any) the same way, each thread with its own bands.
 // Tunables: L (the ISA's vector width), kPrefetchBytes (distance), kPrefetchAbove (when),
-// kRowsS1 / kRowsS2 (output rows per pass of the row-pass paths).
+// kRowsS1 / kRowsS2 (output rows per pass of the row-pass paths), kC8MaxPlane (where c8 is
+// used), kC8BandBytes (its bands).
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -175,6 +218,9 @@ struct Avx2 {
     return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes)));
   }
   LB_TARGET_AVX2 static inline void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
+  // Non-temporal store (p 32-byte aligned), and the fence that orders them before the return.
+  LB_TARGET_AVX2 static inline void stream(float* p, V v) { _mm256_stream_ps(p, v); }
+  LB_TARGET_AVX2 static inline void fence() { _mm_sfence(); }
   LB_TARGET_AVX2 static inline V evens(V lo, V hi) {
     return _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
   }
@@ -203,6 +249,7 @@ enum class Variant {
   narrow,   // Q ≤ 8, W ≤ 16, any stride/dilation: two output rows per vector
   rows_s1,  // stride 1, dilation 1: several output rows per pass share each input row's loads
   rows_s2,  // stride 2 both ways, dilation 1: the same, taps from even / odd splits
+  c8,       // AVX2, stride 1 or 2 both ways, dilation 1: 8 channels as the lanes (nChw8c bands)
 };
 
 // What every plane shares, built once in prepare().
@@ -237,9 +284,21 @@ struct Plan {
   // overwrites; the plane's last row is stored L - Q floats early instead, its first lanes
   // spliced from the row before (Isa::splice with these indices).
   bool short_rows = false;
+  // rows_*: y stored non-temporally (bypassing the caches, no read for ownership) when x and
+  // y outgrow the caches and every block is whole and 32-byte aligned (Q % L = 0, y aligned).
+  bool stream = false;
   int32_t splice_prev[16] = {}, splice_last[16] = {}, splice_take_prev[16] = {};
+  // c8: the path of the channels past the last whole group of 8 (rows_* or generic), and
+  // the band geometry: the input band is in_rows × wp pixels of 8 channels (zero border
+  // included), the output band band × Q.
+  Variant rest = Variant::generic;
+  int64_t groups = 0;  // C / 8
+  int64_t band = 0, in_rows = 0, wp = 0;
+  int64_t scratch_floats = 0;  // per thread: input band, then output band (64-byte multiples)
 };
 constexpr int64_t kChunkBias = 2;
+// c8: the bytes of one thread's input and output bands together (L1 is 32 KB on Zen 3).
+constexpr int64_t kC8BandBytes = 24 << 10;
 
 // Software prefetch of the input kPrefetchBytes ahead of `from`, `floats` of it (each path
 // calls it per output row with what that row consumes, so it keeps pace; planes are
@@ -260,14 +319,34 @@ inline void prefetch_ahead(const float* from, int64_t floats) {
 constexpr int kRowSlots = 4;
 constexpr int64_t kSlotOffset[2][kRowSlots] = {{0, 1, 2, 0}, {0, 0, 1, 1}};  // + L·(slot % 2) for stride 2
 
+// AVX2's plane-at-a-time path for 3×3: a row-pass one where the shape allows, else generic.
+Variant pick_avx2_rows(const Conv2d& c, int64_t P, int64_t Q) {
+  if (c.kh != 3 || c.kw != 3) return Variant::generic;
+  // Q < L needs a row before the last (the splice) and L - Q ≤ Q lanes of it.
+  const bool rows = c.dh == 1 && c.dw == 1 && (Q >= Avx2::kLanes || (2 * Q >= Avx2::kLanes && P >= 2));
+  if (rows && c.sh == 1 && c.sw == 1) return Variant::rows_s1;
+  if (rows && c.sh == 2 && c.sw == 2) return Variant::rows_s2;
+  return Variant::generic;
+}
+
+// Whether x and y together outgrow the caches (kPrefetchAbove): then the paths prefetch.
+bool outgrows_caches(const Conv2d& c, int64_t P, int64_t Q) {
+  return int64_t(sizeof(float)) * c.mb * c.ic * (c.ih * c.iw + P * Q) > kPrefetchAbove;
+}
+
+// c8 where it measured faster than the row-pass paths here (see the header): x and y in the
+// caches, C ≥ 8, and the input plane at most kC8MaxPlane[S - 1] pixels (stride 1: 28×28,
+// stride 2: 14×14). Larger planes and batch 32 measured as fast or faster on rows_*, which
+// transpose nothing (c8's transposes cost ~5 instructions per 8-channel pixel each way).
+constexpr int64_t kC8MaxPlane[2] = {28 * 28, 14 * 14};
+
 Variant pick_variant(const Conv2d& c, int64_t P, int64_t Q, Isa isa) {
   if (c.kh != 3 || c.kw != 3) return Variant::generic;
   if (isa == Isa::avx2) {
-    // Q < L needs a row before the last (the splice) and L - Q ≤ Q lanes of it.
-    const bool rows = c.dh == 1 && c.dw == 1 && (Q >= Avx2::kLanes || (2 * Q >= Avx2::kLanes && P >= 2));
-    if (rows && c.sh == 1 && c.sw == 1) return Variant::rows_s1;
-    if (rows && c.sh == 2 && c.sw == 2) return Variant::rows_s2;
-    return Variant::generic;
+    const bool c8 = c.dh == 1 && c.dw == 1 && c.sh == c.sw && (c.sh == 1 || c.sh == 2) && c.ic >= 8 &&
+                    c.ih * c.iw <= kC8MaxPlane[c.sh - 1] && !outgrows_caches(c, P, Q);
+    if (c8) return Variant::c8;
+    return pick_avx2_rows(c, P, Q);
   }
   if (isa != Isa::avx512) return Variant::generic;
   if (Q <= 8 && c.iw <= 16) return Variant::narrow;
@@ -284,7 +363,7 @@ Plan make_plan(const Conv2d& c, Isa isa) {
   pl.Q = c.ow();
   pl.lanes = isa == Isa::avx512 ? Avx512::kLanes : isa == Isa::avx2 ? Avx2::kLanes : 1;
   pl.variant = pick_variant(c, pl.P, pl.Q, isa);
-  pl.prefetch = int64_t(sizeof(float)) * c.mb * c.ic * (c.ih * c.iw + pl.P * pl.Q) > kPrefetchAbove;
+  pl.prefetch = outgrows_caches(c, pl.P, pl.Q);
   pl.load = c.sw == 1 ? Load::unit : c.sw == 2 ? Load::pair : Load::gather;
   const int lanes = pl.lanes;
   for (int64_t q0 = 0; q0 < pl.Q; q0 += lanes) {
@@ -322,10 +401,23 @@ Plan make_plan(const Conv2d& c, Isa isa) {
         pl.tap_index[s][8 + j] = int32_t(16 + e);
         pl.tap_mask[s] = uint16_t(pl.tap_mask[s] | (1u << j) | (1u << (8 + j)));
       }
-  if (pl.variant == Variant::rows_s1 || pl.variant == Variant::rows_s2) {
-    const bool s2 = pl.variant == Variant::rows_s2;
+  if (pl.variant == Variant::c8) {
+    pl.rest = pick_avx2_rows(c, pl.P, pl.Q);
+    pl.groups = c.ic / 8;
+    const int64_t S = c.sh;
+    pl.wp = std::max((pl.Q - 1) * S + 3, c.pw + c.iw);
+    // Output rows per band: as many as keep both bands within kC8BandBytes, at least 1.
+    const int64_t row_bytes = 32 * (S * pl.wp + pl.Q);
+    pl.band = std::clamp<int64_t>((kC8BandBytes - 32 * (3 - S) * pl.wp) / row_bytes, 1, pl.P);
+    pl.in_rows = (pl.band - 1) * S + 3;
+    pl.scratch_floats = (8 * pl.in_rows * pl.wp + 15) / 16 * 16 + (8 * pl.band * pl.Q + 15) / 16 * 16;
+  }
+  const Variant rows_variant = pl.variant == Variant::c8 ? pl.rest : pl.variant;
+  if (rows_variant == Variant::rows_s1 || rows_variant == Variant::rows_s2) {
+    const bool s2 = rows_variant == Variant::rows_s2;
     const int64_t L = lanes;
     pl.short_rows = pl.Q < L;
+    pl.stream = pl.variant == rows_variant && pl.prefetch && pl.Q % L == 0;
     for (int64_t q0 = 0; q0 < pl.Q; q0 += L)
       pl.row_q0.push_back(pl.short_rows ? 0 : std::min(q0, pl.Q - L));
     for (const int64_t q0 : pl.row_q0) {
@@ -691,10 +783,16 @@ inline void accumulate_rows(const float* const* rows, int64_t col, const int32_t
 
 // Stores output rows p .. p+NR-1 of the block at column q0 (see Plan::short_rows).
 template <class I, int NR>
-inline void store_rows(const Plan& pl, float* y, int64_t p, int64_t q0, typename I::V (&v)[NR], bool relu) {
+inline void store_rows(const Plan& pl, float* y, int64_t p, int64_t q0, typename I::V (&v)[NR], bool relu,
+                       bool stream) {
   const int64_t P = pl.P, Q = pl.Q;
   for (int i = 0; i < NR; ++i)
     if (relu) v[i] = I::max0(v[i]);
+  if (stream) {
+    for (int i = 0; i < NR; ++i)
+      I::stream(y + (p + i) * Q + q0, v[i]);
+    return;
+  }
   if (!pl.short_rows) {
     for (int i = 0; i < NR; ++i)
       I::storeu(y + (p + i) * Q + q0, v[i]);
@@ -714,7 +812,7 @@ inline void store_rows(const Plan& pl, float* y, int64_t p, int64_t q0, typename
 // first and last, with padding) load masked.
 template <class I, int NR, int S>
 inline void rows_pass(const Plan& pl, const float* x, float* y, const typename I::V (&wv)[3][3],
-                      typename I::V b, int64_t p, const float* zero, bool relu) {
+                      typename I::V b, int64_t p, const float* zero, bool relu, bool stream) {
   using V = typename I::V;
   const int64_t H = pl.c.ih, W = pl.c.iw, PH = pl.c.ph, PW = pl.c.pw;
   const int64_t blocks = int64_t(pl.row_q0.size());
@@ -738,17 +836,17 @@ inline void rows_pass(const Plan& pl, const float* x, float* y, const typename I
     if constexpr (S == 2)
       for (int j = 0; j < NR; ++j)
         acc[j] = I::unshuffle(acc[j]);
-    store_rows<I, NR>(pl, y, p, q0, acc, relu);
+    store_rows<I, NR>(pl, y, p, q0, acc, relu, stream);
   }
 }
 
 // The last `rest` rows of the plane, as one pass of M = rest rows.
 template <class I, int M, int S>
 inline void rows_rest(const Plan& pl, const float* x, float* y, const typename I::V (&wv)[3][3],
-                      typename I::V b, const float* zero, bool relu, int64_t rest) {
+                      typename I::V b, const float* zero, bool relu, bool stream, int64_t rest) {
   if constexpr (M > 1)
-    if (rest < M) return rows_rest<I, M - 1, S>(pl, x, y, wv, b, zero, relu, rest);
-  rows_pass<I, M, S>(pl, x, y, wv, b, pl.P - M, zero, relu);
+    if (rest < M) return rows_rest<I, M - 1, S>(pl, x, y, wv, b, zero, relu, stream, rest);
+  rows_pass<I, M, S>(pl, x, y, wv, b, pl.P - M, zero, relu, stream);
 }
 
 // Stride S (both ways) 3×3, per plane: passes of NR ≤ P output rows, then one of the
@@ -759,6 +857,7 @@ inline void rows_planes(const Plan& pl, const Planes& io) {
   using V = typename I::V;
   const int64_t P = pl.P, C = pl.c.ic, in = pl.c.ih * pl.c.iw, out = P * pl.Q;
   const int64_t full = P / NR * NR, rest = pl.short_rows && P % NR == 1 ? 2 : P % NR;
+  const bool stream = pl.stream && reinterpret_cast<uintptr_t>(io.y) % 32 == 0;
   for (int64_t i = io.first, ch = io.first % C; i < io.last; ++i, ch = ch + 1 < C ? ch + 1 : 0) {
     const float* x = io.x + i * in;
     float* y = io.y + i * out;
@@ -768,9 +867,10 @@ inline void rows_planes(const Plan& pl, const Planes& io) {
         wv[r][s] = I::set1(io.w[9 * ch + 3 * r + s]);
     const V b = I::set1(io.b[ch]);
     for (int64_t p = 0; p < full; p += NR)
-      rows_pass<I, NR, S>(pl, x, y, wv, b, p, io.zero, io.relu);
-    if (rest > 0) rows_rest<I, NR, S>(pl, x, y, wv, b, io.zero, io.relu, rest);
+      rows_pass<I, NR, S>(pl, x, y, wv, b, p, io.zero, io.relu, stream);
+    if (rest > 0) rows_rest<I, NR, S>(pl, x, y, wv, b, io.zero, io.relu, stream, rest);
   }
+  if (stream) I::fence();
 }
 
 // Rows per pass: stride 1, 4 (6 input rows: 18 loads per 36 FMAs); stride 2, 3 (7 input
@@ -782,6 +882,208 @@ inline void rows_any(const Plan& pl, const Planes& io) {
   if constexpr (NR > 1)
     if (pl.P < NR) return rows_any<I, S, NR - 1>(pl, io);
   rows_planes<I, NR, S>(pl, io);
+}
+
+// ---- c8: channels as lanes, AVX2 3×3 (compiled into planes_avx2) ----
+
+// The 8×8 transposes of the c8 path, as two 4×4 ones within 128-bit halves: a[i] holds
+// [row i, 4 elements | row i+4, the same 4 elements] (two 128-bit loads, the second by
+// vinsertf128 from memory), and after 8 in-lane shuffles a[k] holds element k of rows 0-7.
+// 8 shuffles per 4 elements instead of 12 (unpack, shuffle and a permute2f128 per 8).
+LB_TARGET_AVX2 inline void transpose4_halves(__m256 (&a)[4]) {
+  const __m256 t0 = _mm256_unpacklo_ps(a[0], a[1]), t1 = _mm256_unpackhi_ps(a[0], a[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(a[2], a[3]), t3 = _mm256_unpackhi_ps(a[2], a[3]);
+  a[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  a[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  a[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  a[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+LB_TARGET_AVX2 inline __m256 halves(__m128 lo, __m128 hi) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+}
+
+// Input row h of the 8 planes at x (planes `in` floats apart) into band row `dst` (wp
+// pixels of 8 channels): columns PW .. PW+W-1 from the row. The other columns are never
+// written, so they keep the zeros the scratch was allocated with; a row outside the image
+// is zero, written only when there are several bands (one band: that scratch row only ever
+// holds zeros). Per 4 columns: 8 half loads, 8 shuffles, 4 stores; the last block of 8
+// overlaps its neighbour (W ≥ 8). W < 8: the columns past the row are read too (the row
+// after, or the next plane) and dropped; masked loads only in the tensor's last row
+// (`last_row`), since with them dw14 at batch 32 (x out of cache) ran 2.5× slower.
+LB_TARGET_AVX2 inline void c8_fill_row(const Plan& pl, const float* x, int64_t in, int64_t h, float* dst,
+                                       bool last_row) {
+  const int64_t W = pl.c.iw, PW = pl.c.pw, wp = pl.wp;
+  const __m256 zero = _mm256_setzero_ps();
+  if (h < 0 || h >= pl.c.ih) {
+    if (pl.band < pl.P)  // else this row of the scratch only ever holds zeros
+      for (int64_t k = 0; k < wp; ++k)
+        _mm256_store_ps(dst + 8 * k, zero);
+    return;
+  }
+  const float* row = x + h * W;
+  float* out = dst + 8 * PW;
+  __m256 a[4];
+  if (W < 8) {
+    for (int64_t c0 = 0; c0 < W; c0 += 4) {
+      if (last_row) {
+        const __m128i lanes = _mm_cmpgt_epi32(_mm_set1_epi32(int(W - c0)), _mm_setr_epi32(0, 1, 2, 3));
+        for (int j = 0; j < 4; ++j)
+          a[j] = halves(_mm_maskload_ps(row + j * in + c0, lanes),
+                        _mm_maskload_ps(row + (j + 4) * in + c0, lanes));
+      } else {
+        for (int j = 0; j < 4; ++j)
+          a[j] = halves(_mm_loadu_ps(row + j * in + c0), _mm_loadu_ps(row + (j + 4) * in + c0));
+      }
+      transpose4_halves(a);
+      for (int64_t k = 0; k < std::min<int64_t>(4, W - c0); ++k)
+        _mm256_store_ps(out + 8 * (c0 + k), a[k]);
+    }
+    return;
+  }
+  for (int64_t w = 0;; w += 8) {
+    const int64_t w0 = std::min(w, W - 8);
+    for (int64_t c0 = w0; c0 < w0 + 8; c0 += 4) {
+      for (int j = 0; j < 4; ++j)
+        a[j] = halves(_mm_loadu_ps(row + j * in + c0), _mm_loadu_ps(row + (j + 4) * in + c0));
+      transpose4_halves(a);
+      for (int k = 0; k < 4; ++k)
+        _mm256_store_ps(out + 8 * (c0 + k), a[k]);
+    }
+    if (w0 == W - 8) break;
+  }
+}
+
+// NQ outputs of one row, columns q .. q+NQ-1, from the band rows at `in` (3 rows, wp pixels
+// apart): per kernel row, the (NQ-1)·S + 3 input pixels loaded once each, every one feeding
+// the outputs whose taps it is (stride 1, NQ = 5: 21 loads per 45 FMAs).
+template <int S, int NQ>
+LB_TARGET_AVX2 inline void c8_outputs(const float* in, int64_t wp, int64_t q, const __m256 (&wv)[3][3],
+                                      const float* bias, bool relu, float* out) {
+  __m256 acc[NQ];
+  for (int k = 0; k < NQ; ++k)
+    acc[k] = _mm256_load_ps(bias);
+  for (int r = 0; r < 3; ++r) {
+    const float* row = in + 8 * (r * wp + q * S);
+    for (int col = 0; col < (NQ - 1) * S + 3; ++col) {
+      const __m256 v = _mm256_load_ps(row + 8 * col);
+      for (int k = 0; k < NQ; ++k) {
+        const int s = col - k * S;
+        if (s >= 0 && s <= 2) acc[k] = _mm256_fmadd_ps(v, wv[r][s], acc[k]);
+      }
+    }
+  }
+  for (int k = 0; k < NQ; ++k)
+    _mm256_store_ps(out + 8 * (q + k), relu ? _mm256_max_ps(acc[k], _mm256_setzero_ps()) : acc[k]);
+}
+
+// Outputs t0 .. t1-1 of a band (flat: row-major P×Q, 8 channels each, at `out`) to the 8
+// output planes at y (planes `plane` floats apart), from flat index `base` of each: per 8
+// outputs 16 half loads, 16 shuffles, 8 stores; the last block overlaps its neighbour, or
+// (fewer than 8 in all) goes one float at a time.
+LB_TARGET_AVX2 inline void c8_store(const float* out, int64_t n, float* y, int64_t plane) {
+  if (n < 8) {
+    for (int64_t t = 0; t < n; ++t)
+      for (int j = 0; j < 8; ++j)
+        y[j * plane + t] = out[8 * t + j];
+    return;
+  }
+  __m256 a[4];
+  for (int64_t t = 0;; t += 8) {
+    const int64_t t0 = std::min(t, n - 8);
+    const float* src = out + 8 * t0;
+    for (int c0 = 0; c0 < 8; c0 += 4) {  // channels c0 .. c0+3
+      for (int k = 0; k < 4; ++k)
+        a[k] = halves(_mm_load_ps(src + 8 * k + c0), _mm_load_ps(src + 8 * (k + 4) + c0));
+      transpose4_halves(a);
+      for (int j = 0; j < 4; ++j)
+        _mm256_storeu_ps(y + (c0 + j) * plane + t0, a[j]);
+    }
+    if (t0 == n - 8) break;
+  }
+}
+
+// Outputs per step of c8_outputs() by stride (9 weights, ≤ 6 accumulators and the loaded
+// input: ≤ 16 vector registers). Measured here: stride 2, 6 ahead of 4 (dw13 0.53-0.59× →
+// 0.69-0.70× of oneDNN, 1 thread); stride 1, 4 / 5 / 6 within the noise, 5 slightly ahead.
+constexpr int kC8Step[2] = {5, 6};
+
+// One image's group of 8 channels: planes x, y (8 each, consecutive), weights wg
+// ([3][3][8]) and bias bg ([8]), band by band: the band's input rows transposed into the
+// scratch (the rows it shares with the band before moved up instead), its outputs computed
+// as 9 FMAs of 8-channel vectors each, then transposed back.
+template <int S>
+LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, const float* wg,
+                                    const float* bg, bool relu, float* scratch, bool last_group) {
+  const int64_t P = pl.P, Q = pl.Q, wp = pl.wp, in = pl.c.ih * pl.c.iw, plane = P * Q;
+  constexpr int kShared = 3 - S;  // input rows a band shares with the next
+  float* bin = scratch;
+  float* bout = scratch + (8 * pl.in_rows * pl.wp + 15) / 16 * 16;
+  __m256 wv[3][3];
+  for (int r = 0; r < 3; ++r)
+    for (int s = 0; s < 3; ++s)
+      wv[r][s] = _mm256_load_ps(wg + 8 * (3 * r + s));
+  for (int64_t p0 = 0; p0 < P; p0 += pl.band) {
+    const int64_t pb = std::min(pl.band, P - p0), rows = (pb - 1) * S + 3;
+    int64_t u = 0;
+    if (p0 > 0) {
+      std::memmove(bin, bin + 8 * wp * (pl.band * S), sizeof(float) * 8 * wp * kShared);
+      u = kShared;
+    }
+    for (; u < rows; ++u) {
+      const int64_t h = p0 * S - pl.c.ph + u;
+      c8_fill_row(pl, x, in, h, bin + 8 * wp * u, last_group && h == pl.c.ih - 1);
+    }
+    for (int64_t i = 0; i < pb; ++i) {
+      const float* src = bin + 8 * wp * (i * S);
+      float* dst = bout + 8 * Q * i;
+      int64_t q = 0;
+      for (; q + kC8Step[S - 1] <= Q; q += kC8Step[S - 1])
+        c8_outputs<S, kC8Step[S - 1]>(src, wp, q, wv, bg, relu, dst);
+      switch (Q - q) {
+        case 5:
+          c8_outputs<S, 5>(src, wp, q, wv, bg, relu, dst);
+          break;
+        case 4:
+          c8_outputs<S, 4>(src, wp, q, wv, bg, relu, dst);
+          break;
+        case 3:
+          c8_outputs<S, 3>(src, wp, q, wv, bg, relu, dst);
+          break;
+        case 2:
+          c8_outputs<S, 2>(src, wp, q, wv, bg, relu, dst);
+          break;
+        case 1:
+          c8_outputs<S, 1>(src, wp, q, wv, bg, relu, dst);
+          break;
+      }
+    }
+    c8_store(bout, pb * Q, y + p0 * Q, plane);
+  }
+}
+
+// The units [first, last) of this thread: per image, its C/8 groups of 8 channels, then
+// (C % 8 ≠ 0) one unit of the channels left, which take pl.rest.
+template <class RestFn>
+LB_TARGET_AVX2 inline void c8_units(const Plan& pl, const Planes& io, const float* wpack, const float* bpack,
+                                    float* scratch, RestFn rest) {
+  const int64_t C = pl.c.ic, G = pl.groups, per_image = G + (C % 8 != 0);
+  const int64_t in = pl.c.ih * pl.c.iw, out = pl.P * pl.Q;
+  for (int64_t unit = io.first; unit < io.last; ++unit) {
+    const int64_t n = unit / per_image, g = unit % per_image;
+    if (g == G) {
+      Planes r = io;
+      r.first = n * C + 8 * G;
+      r.last = (n + 1) * C;
+      rest(r);
+      continue;
+    }
+    const int64_t i = n * C + 8 * g;         // first plane of the group
+    const bool last = i + 8 == pl.c.mb * C;  // the tensor's last planes
+    if (pl.c.sh == 1)
+      c8_group<1>(pl, io.x + i * in, io.y + i * out, wpack + 72 * g, bpack + 8 * g, io.relu, scratch, last);
+    else
+      c8_group<2>(pl, io.x + i * in, io.y + i * out, wpack + 72 * g, bpack + 8 * g, io.relu, scratch, last);
+  }
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), flatten)) void planes_avx512(
@@ -799,24 +1101,33 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), flatten)) void 
     case Variant::wide_s2:
       return pw == 0 ? wide_s2<0>(pl, io) : pw == 1 ? wide_s2<1>(pl, io) : wide_s2<2>(pl, io);
     case Variant::rows_s1:
-    case Variant::rows_s2:  // AVX2 only (pick_variant)
+    case Variant::rows_s2:
+    case Variant::c8:  // AVX2 only (pick_variant)
       return planes_any<Avx512>(pl, x, w, b, y, relu, zero, first, last);
   }
 }
 
+// Planes [first, last) of the N·C, or for c8 units [first, last) (c8_units()), with
+// wpack / bpack / scratch (the thread's) its packed weights, bias and bands.
 __attribute__((target("avx2,fma"), flatten)) void planes_avx2(const Plan& pl, const float* x, const float* w,
                                                               const float* b, float* y, bool relu,
-                                                              const float* zero, int64_t first,
-                                                              int64_t last) {
+                                                              const float* zero, int64_t first, int64_t last,
+                                                              const float* wpack, const float* bpack,
+                                                              float* scratch) {
   const Planes io{x, w, b, y, relu, zero, first, last};
-  switch (pl.variant) {
-    case Variant::rows_s1:
-      return rows_any<Avx2, 1, kRowsS1>(pl, io);
-    case Variant::rows_s2:
-      return rows_any<Avx2, 2, kRowsS2>(pl, io);
-    default:
-      return planes_any<Avx2>(pl, x, w, b, y, relu, zero, first, last);
-  }
+  const auto rows = [&pl](Variant v, const Planes& r) {
+    switch (v) {
+      case Variant::rows_s1:
+        return rows_any<Avx2, 1, kRowsS1>(pl, r);
+      case Variant::rows_s2:
+        return rows_any<Avx2, 2, kRowsS2>(pl, r);
+      default:
+        return planes_any<Avx2>(pl, r.x, r.w, r.b, r.y, r.relu, r.zero, r.first, r.last);
+    }
+  };
+  if (pl.variant == Variant::c8)
+    return c8_units(pl, io, wpack, bpack, scratch, [&](const Planes& r) { rows(pl.rest, r); });
+  rows(pl.variant, io);
 }
 
 // The scalar fallback: the same sums, one output at a time, taps outside the image skipped.
@@ -855,12 +1166,25 @@ class CpuConv2dDepthwise final : public Kernel {
     return {};
   }
 
-  void prepare(const Problem& p, TensorSet&, const Context& ctx) override {
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     relu_ = p.relu;
     isa_ = best_isa();
     plan_ = make_plan(p.conv(), isa_);
     zero_ = AlignedBuffer<float>(size_t(p.conv().iw));
     pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));
+    if (plan_.variant == Variant::c8) {
+      // Weights as [C/8][3][3][8] and bias as [C/8][8]: one aligned vector per tap of a group.
+      const float* w = ts.at(Arg::wei).as<float>();
+      const float* b = ts.at(Arg::bias).as<float>();
+      wpack_ = AlignedBuffer<float>(size_t(72 * plan_.groups));
+      bpack_ = AlignedBuffer<float>(size_t(8 * plan_.groups));
+      for (int64_t ch = 0; ch < 8 * plan_.groups; ++ch) {
+        for (int64_t t = 0; t < 9; ++t)
+          wpack_.data()[72 * (ch / 8) + 8 * t + ch % 8] = w[9 * ch + t];
+        bpack_.data()[ch] = b[ch];
+      }
+      bands_ = AlignedBuffer<float>(size_t(plan_.scratch_floats * pool_->size()));
+    }
   }
 
   void run(TensorSet& ts) override {
@@ -869,15 +1193,18 @@ class CpuConv2dDepthwise final : public Kernel {
     const float* b = ts.at(Arg::bias).as<float>();
     float* y = ts.at(Arg::dst).as<float>();
     const bool fused = relu_ == Relu::fused;
-    const int64_t planes = plan_.c.mb * plan_.c.ic;
+    // The work split across the pool: planes, or c8's units (groups of 8 planes, and the rest).
+    const int64_t units = plan_.variant == Variant::c8 ? plan_.c.mb * (plan_.groups + (plan_.c.ic % 8 != 0))
+                                                       : plan_.c.mb * plan_.c.ic;
     pool_->run([&](int tid, int n) {
-      const Range range = split(planes, 1, tid, n);
+      const Range range = split(units, 1, tid, n);
       if (range.first >= range.last) return;
       switch (isa_) {
         case Isa::avx512:
           return planes_avx512(plan_, x, w, b, y, fused, zero_.data(), range.first, range.last);
         case Isa::avx2:
-          return planes_avx2(plan_, x, w, b, y, fused, zero_.data(), range.first, range.last);
+          return planes_avx2(plan_, x, w, b, y, fused, zero_.data(), range.first, range.last, wpack_.data(),
+                             bpack_.data(), bands_.data() + plan_.scratch_floats * tid);
         case Isa::scalar:
           return planes_scalar(plan_, x, w, b, y, fused, range.first, range.last);
       }
@@ -889,18 +1216,23 @@ class CpuConv2dDepthwise final : public Kernel {
     pool_.reset();
     plan_ = Plan();
     zero_ = AlignedBuffer<float>();
+    wpack_ = AlignedBuffer<float>();
+    bpack_ = AlignedBuffer<float>();
+    bands_ = AlignedBuffer<float>();
   }
 
   std::string details() const override {
-    static constexpr const char* kVariants[] = {"generic", "wide_s1", "wide_s2",
-                                                "narrow",  "rows_s1", "rows_s2"};
-    return std::string(name(isa_)) + ", " + kVariants[int(plan_.variant)];
+    static constexpr const char* kVariants[] = {"generic", "wide_s1", "wide_s2", "narrow",
+                                                "rows_s1", "rows_s2", "c8"};
+    return std::string(name(isa_)) + ", " + kVariants[int(plan_.variant)] +
+           (plan_.stream ? ", y non-temporal" : "");
   }
 
   size_t scratch_bytes() const override {
     return zero_.bytes() + plan_.q0.size() * sizeof(int64_t) +
            (plan_.out_mask.size() + plan_.in_mask.size()) * sizeof(uint32_t) +
-           plan_.row_q0.size() * (sizeof(int64_t) + 1) + plan_.row_lanes.size() * sizeof(int32_t);
+           plan_.row_q0.size() * (sizeof(int64_t) + 1) + plan_.row_lanes.size() * sizeof(int32_t) +
+           wpack_.bytes() + bpack_.bytes() + bands_.bytes();
   }
 
  private:
@@ -908,6 +1240,7 @@ class CpuConv2dDepthwise final : public Kernel {
   Isa isa_ = Isa::scalar;
   Plan plan_;
   AlignedBuffer<float> zero_;
+  AlignedBuffer<float> wpack_, bpack_, bands_;  // c8: packed weights and bias, per-thread bands
   std::unique_ptr<Pool> pool_;
 };
 

@@ -4,7 +4,8 @@
 // shapes its 3×3 fast paths decline (dilation, other kernel sizes, mixed strides), and
 // ReLU fused, in place and separate; on one thread and two. Each runs on the ISA
 // best_isa() picks ($LB_CPU_ISA forces one); the test also checks that MobileNet's
-// depthwise shapes take the fast path of that ISA.
+// depthwise shapes, and on AVX2 the shapes meant for the channels-as-lanes path (c8), take
+// the path of that ISA meant for them.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -21,6 +22,23 @@ const KernelEntry& depthwise() {
   const KernelEntry* k = registry().find("conv2d.cpu.depthwise");
   if (k == nullptr) throw std::runtime_error("conv2d.cpu.depthwise is not registered");
   return *k;
+}
+
+// What prepare() reported in details() ("avx2, rows_s1, y non-temporal").
+std::string details_of(const Problem& p) {
+  std::unique_ptr<Kernel> k = depthwise().make();
+  TensorSet ts = make_tensors(p);
+  k->prepare(p, ts, Context{1});
+  const std::string details = k->details();
+  k->release();
+  return details;
+}
+
+// The path prepare() chose ("rows_s1").
+std::string path_of(const Problem& p) {
+  const std::string details = details_of(p);
+  const size_t from = details.find(", ") + 2;
+  return details.substr(from, details.find(", ", from) - from);
 }
 
 TEST(Depthwise, MatchesTheReferenceAtThePathsEdges) {
@@ -66,14 +84,61 @@ TEST(Depthwise, MatchesTheReferenceAtThePathsEdges) {
       EXPECT_TRUE(check_conforms(depthwise(), parse_problem(line), Context{threads})) << line;
 }
 
-// The path prepare() chose, from details() ("avx2, rows_s1").
-std::string path_of(const Problem& p) {
-  std::unique_ptr<Kernel> k = depthwise().make();
-  TensorSet ts = make_tensors(p);
-  k->prepare(p, ts, Context{1});
-  const std::string details = k->details();
-  k->release();
-  return details.substr(details.find(", ") + 2);
+// x and y past the caches with whole aligned blocks (Q % 8 = 0): the row-pass paths store y
+// non-temporally on AVX2 (fenced before run() returns), with ReLU fused and not.
+TEST(Depthwise, MatchesTheReferenceWithNonTemporalStores) {
+  for (const char* line : {
+           "conv2d mb=2 ic=64 ih=112 iw=112 oc=64 kh=3 kw=3 ph=1 g=64 relu=fused",
+           "conv2d mb=4 ic=64 ih=112 iw=112 oc=64 kh=3 kw=3 sh=2 ph=1 g=64",
+       }) {
+    const Problem p = parse_problem(line);
+    if (cpu::best_isa() == cpu::Isa::avx2)
+      EXPECT_NE(details_of(p).find("y non-temporal"), std::string::npos) << line << ": " << details_of(p);
+    for (int threads : {1, 2})
+      EXPECT_TRUE(check_conforms(depthwise(), p, Context{threads})) << line;
+  }
+}
+
+// The channels-as-lanes path (c8; AVX2, see pick_variant()): C a multiple of 8 and not (the
+// channels past the last group of 8 take the row-pass or generic path), planes narrower
+// than 8 (loads past the row, masked in the tensor's last row) and with under 8 outputs
+// (stored one at a time), widths not a multiple of 8 (overlapping blocks), planes taller
+// than one band (rows carried between bands, a shorter last band) and rows as wide as a
+// band (one output row per band), padding 0 to 3, ReLU fused, in place and separate;
+// stride 1 and 2; on one thread and two (C = 8 at batch 1 is one unit: one thread idle).
+// On AVX2 each shape must take c8; elsewhere they check whatever path the ISA takes.
+TEST(Depthwise, MatchesTheReferenceOnTheChannelLanesPath) {
+  std::vector<std::string> lines;
+  for (int c : {8, 13, 16, 24})
+    for (int mb : {1, 2}) {
+      const std::string head = "conv2d mb=" + std::to_string(mb) + " ic=" + std::to_string(c) + " ";
+      const std::string tail = " oc=" + std::to_string(c) + " kh=3 kw=3 ph=1 g=" + std::to_string(c);
+      for (const char* plane : {"ih=1 iw=1", "ih=2 iw=3", "ih=7 iw=7", "ih=5 iw=8", "ih=14 iw=14",
+                                "ih=15 iw=9", "ih=28 iw=28", "ih=13 iw=60", "ih=3 iw=250"})
+        lines.push_back(head + plane + tail);
+      for (const char* plane : {"ih=1 iw=1", "ih=2 iw=3", "ih=7 iw=7", "ih=5 iw=8", "ih=14 iw=14",
+                                "ih=15 iw=9", "ih=13 iw=15", "ih=2 iw=97"})
+        lines.push_back(head + plane + tail + " sh=2");
+    }
+  for (const char* line : {
+           "conv2d mb=1 ic=16 ih=13 iw=13 oc=16 kh=3 kw=3 ph=0 g=16",
+           "conv2d mb=1 ic=16 ih=13 iw=21 oc=16 kh=3 kw=3 ph=2 pw=0 g=16",
+           "conv2d mb=1 ic=16 ih=13 iw=15 oc=16 kh=3 kw=3 sh=2 ph=0 g=16",
+           "conv2d mb=1 ic=16 ih=12 iw=16 oc=16 kh=3 kw=3 sh=2 ph=1 pw=3 g=16",
+           "conv2d mb=1 ic=16 ih=14 iw=14 oc=16 kh=3 kw=3 sh=2 ph=0 g=16",
+           "conv2d mb=2 ic=21 ih=14 iw=14 oc=21 kh=3 kw=3 ph=1 g=21 relu=fused",
+           "conv2d mb=2 ic=21 ih=14 iw=14 oc=21 kh=3 kw=3 sh=2 ph=1 g=21 relu=fused",
+           "conv2d mb=2 ic=16 ih=7 iw=7 oc=16 kh=3 kw=3 ph=1 g=16 relu=inplace",
+           "conv2d mb=2 ic=16 ih=28 iw=28 oc=16 kh=3 kw=3 ph=1 g=16 relu=separate",
+       })
+    lines.push_back(line);
+  const bool avx2 = cpu::best_isa() == cpu::Isa::avx2;
+  for (const std::string& line : lines) {
+    const Problem p = parse_problem(line);
+    if (avx2) EXPECT_EQ(path_of(p), "c8") << line;
+    for (int threads : {1, 2})
+      EXPECT_TRUE(check_conforms(depthwise(), p, Context{threads})) << line;
+  }
 }
 
 TEST(Depthwise, MobileNetShapesTakeTheFastPaths) {
@@ -86,8 +151,10 @@ TEST(Depthwise, MobileNetShapesTakeTheFastPaths) {
       continue;
     const bool s2 = p.conv().sw == 2;
     std::string want;
+    // AVX2: c8 on the batch-1 planes of at most 28×28 (stride 1) or 14×14 (stride 2).
+    const bool c8 = p.conv().mb == 1 && p.conv().ih * p.conv().iw <= (s2 ? 14 * 14 : 28 * 28);
     if (isa == cpu::Isa::avx2)
-      want = s2 ? "rows_s2" : "rows_s1";
+      want = c8 ? "c8" : s2 ? "rows_s2" : "rows_s1";
     else
       want = p.conv().ow() <= 8 && p.conv().iw <= 16 ? "narrow" : s2 ? "wide_s2" : "wide_s1";
     EXPECT_EQ(path_of(p), want) << print(p);
