@@ -21,9 +21,9 @@ namespace lb::bench {
 enum class MemoryLevel { l2, dram };
 
 struct Peak {
-  // "<dtype>_<engine>": "f32_fma", "f16_fma", "bf16_dot", "i8_dot", "bf16_amx", "i8_amx";
-  // bandwidths "bw_dram_read",
-  // "bw_dram_write", "bw_dram_triad", "bw_l2_read"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
+  // "<dtype>_<engine>": "f32_fma", "f16_fma", "bf16_dot", "i8_dot", "i8_maddubs" (AVX2),
+  // "bf16_amx", "i8_amx"; bandwidths "bw_dram_read", "bw_dram_write", "bw_dram_triad",
+  // "bw_l2_read"; GPU "gpu_<dtype>_gemm", "gpu_d2d_copy"
   std::string kind;
   int threads = 1;
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product); bandwidths B/s
