@@ -319,6 +319,12 @@ def _time_ratios(cases, run, window, min_runs):
     return ratios
 
 
+def _noise_band(noise, k):
+    """A run's noise as the half-width of the band it sets (a fraction of the median, as
+    judge_value() uses it), or None."""
+    return None if noise is None else k * noise[1]
+
+
 def newest_shift(cases, last_run, window, min_runs, min_change):
     return run_shift(_time_ratios(cases, last_run, window, min_runs), min_change)
 
@@ -432,6 +438,7 @@ def build_machine(name, runs, out, args):
     return {"name": name, "runs": run_rows, "months": months, "cases": [d for d in meta if d["measured"]],
             "never_measured": len(never), "findings": findings, "busy": busy,
             "shift": {"factor": shift[0], "moved": shift[1], "of": shift[2]} if shift else None,
+            "noise": _noise_band(run_noise(_time_ratios(cases, last, args.window, args.min_runs)), args.k),
             "overview": overview(cases, len(runs), args.window, findings)}
 
 
@@ -522,7 +529,9 @@ def main(argv=None):
             f"{count('regression')} regressions, {count('improvement')} improvements, "
             f"{count('cannot judge')} cannot judge")
         print(f"dashboard: {m['name']}: {len(m['runs'])} runs, {len(m['cases'])} cases; newest run "
-              f"{m['runs'][-1]['id']}: {judged}" + (f"; run-wide shift ×{m['shift']['factor']:.3f}" if m["shift"] else ""))
+              f"{m['runs'][-1]['id']}: {judged}" + (f"; run-wide shift ×{m['shift']['factor']:.3f}" if m["shift"] else "")
+              + (f"; its case-to-case noise ±{m['noise']:.0%} (k robust SDs: smaller changes cannot be judged)"
+                 if m["noise"] is not None else ""))
     if dropped:
         print(f"dashboard: {dropped} runs older than {args.keep_months} months before their machine's newest are "
               "left out (retention)")
