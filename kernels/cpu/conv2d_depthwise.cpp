@@ -1002,6 +1002,15 @@ LB_TARGET_AVX2 inline void c8_store(const float* out, int64_t n, float* y, int64
   }
 }
 
+// The last 1 ≤ n ≤ NQ outputs of a row: c8_outputs() with NQ = n.
+template <int S, int NQ>
+LB_TARGET_AVX2 inline void c8_last_outputs(const float* in, int64_t wp, int64_t q, const __m256 (&wv)[3][3],
+                                           const float* bias, bool relu, float* out, int64_t n) {
+  if constexpr (NQ > 1)
+    if (n < NQ) return c8_last_outputs<S, NQ - 1>(in, wp, q, wv, bias, relu, out, n);
+  c8_outputs<S, NQ>(in, wp, q, wv, bias, relu, out);
+}
+
 // Outputs per step of c8_outputs() by stride (9 weights, ≤ 6 accumulators and the loaded
 // input: ≤ 16 vector registers). Measured here: stride 2, 6 ahead of 4 (dw13 0.53-0.59× →
 // 0.69-0.70× of oneDNN, 1 thread); stride 1, 4 / 5 / 6 within the noise, 5 slightly ahead.
@@ -1039,23 +1048,7 @@ LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, co
       int64_t q = 0;
       for (; q + kC8Step[S - 1] <= Q; q += kC8Step[S - 1])
         c8_outputs<S, kC8Step[S - 1]>(src, wp, q, wv, bg, relu, dst);
-      switch (Q - q) {
-        case 5:
-          c8_outputs<S, 5>(src, wp, q, wv, bg, relu, dst);
-          break;
-        case 4:
-          c8_outputs<S, 4>(src, wp, q, wv, bg, relu, dst);
-          break;
-        case 3:
-          c8_outputs<S, 3>(src, wp, q, wv, bg, relu, dst);
-          break;
-        case 2:
-          c8_outputs<S, 2>(src, wp, q, wv, bg, relu, dst);
-          break;
-        case 1:
-          c8_outputs<S, 1>(src, wp, q, wv, bg, relu, dst);
-          break;
-      }
+      if (q < Q) c8_last_outputs<S, kC8Step[S - 1] - 1>(src, wp, q, wv, bg, relu, dst, Q - q);
     }
     c8_store(bout, pb * Q, y + p0 * Q, plane);
   }
