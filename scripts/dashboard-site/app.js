@@ -147,10 +147,16 @@
       v.className = 'verdict unknown';
       v.textContent = `Cannot judge the newest run: history too short (${M.runs.length - 1} earlier runs, ` +
         `${I.rule.min_runs} needed).`;
+    } else if (cannot.length) {  // not green: part of the run could not be judged
+      v.className = 'verdict unknown';
+      v.textContent = `No regression in the newest run among the changes that could be judged; ${cannot.length} ` +
+        'changes cannot be judged (listed below, with why).';
     } else {
       v.className = 'verdict ok';
-      v.textContent = 'No regression in the newest run' +
-        (cannot.length ? ` (${cannot.length} changes cannot be judged, listed below).` : '.');
+      v.textContent = 'No regression in the newest run.';
+    }
+    if (M.noise != null && judged && !run.busy) {  // the smallest change this run could show
+      v.textContent += ` Its case-to-case noise: ±${(100 * M.noise).toFixed(0)} % of each case's median.`;
     }
   }
 

@@ -214,6 +214,9 @@ try {
   check((await page.textContent('#verdict')).startsWith('No regression in the newest run'),
     'without the planted run, "no regression" is shown', await page.textContent('#verdict'));
   check(await page.isHidden('#regressions'), 'and the table is hidden');
+  const controlUnjudged = !(await page.isHidden('#unjudged-box'));
+  check((await page.getAttribute('#verdict', 'class')).includes(controlUnjudged ? 'unknown' : 'ok'),
+    'green only when every change could be judged', `${await page.getAttribute('#verdict', 'class')}, unjudged: ${controlUnjudged}`);
 
   check(problems.length === 0, 'no console errors, page errors or failed requests', problems.join(' | '));
   await page.goto(pathToFileURL(path.join(out, 'index.html')).href);
