@@ -18,7 +18,7 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
       [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
       [--seed N] [--machine NAME] [--list] [--separable-baseline]
       [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks]
-      [--rse 1] [--repetitions 3,20] [--case-time 2] [--benchmark_*...]
+      [--rse 1] [--repetitions 3,20] [--case-time 2] [--budget SECONDS] [--benchmark_*...]
                                      time every kernel that supports each case (Google Benchmark
                                      inside; every --benchmark_* flag works). A case repeats until
                                      the relative standard error of its mean time is at most --rse
@@ -29,6 +29,9 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      pointwise 1x1 on its output, the standard conv they replace
                                      (same input, output and filter; g=1, relu none; named
                                      DW.PW_standard);
+                                     --budget: no case starts once SECONDS have passed since the
+                                     start (peaks and warm-up included); the rest are written as
+                                     not_run "not run: time budget", and --resume runs them;
                                      --list only lists the cases. An existing result is continued
                                      (--resume: same settings; --resume-force: any) or replaced
                                      (--overwrite), never silently; one run writes an --out at a time
@@ -178,7 +181,7 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
     }
   std::set<std::string> values = kSweepFlags;
   values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
-                 "repetitions", "case-time", "machine"});
+                 "repetitions", "case-time", "machine", "budget"});
   std::set<std::string> switches = kSweepSwitches;
   switches.insert({"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
   const Args a = parse_args("run", ours, values, switches);
@@ -207,6 +210,7 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
     r.gbench.insert(r.gbench.begin() + 1,
                     "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
   r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
+  r.options.budget_seconds = number(a, "budget", 0, 0, "600 (seconds; 0: none)");
   r.out = a.get("out").value_or("");
   if (a.get("out") && r.out.empty()) throw Error("--out '': expected a path ending in .json");
   r.resume_force = a.on("resume-force");

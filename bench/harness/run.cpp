@@ -40,11 +40,23 @@ std::vector<Case> cases_to_run(std::vector<Case> all, const RunLog* log, const s
     std::fprintf(stderr, "resume: %s is not whole in %sl (the run stopped within it); it runs again\n",
                  name.c_str(), out.c_str());
   if (log->previous().order.empty()) return all;
+  // A case the budget left out (written as not_run, kBudgetReason) runs now; its copy
+  // in the log is replaced by the new one.
+  auto not_started = [](const std::vector<Json>& runs) {
+    return std::all_of(runs.begin(), runs.end(), [](const Json& r) {
+      return r.value("lb_status", "") == "not_run" && r.value("lb_reason", "").rfind(kBudgetReason, 0) == 0;
+    });
+  };
   std::vector<Case> cases;
-  for (Case& c : all)
-    if (!log->previous().runs.count(c.name)) cases.push_back(std::move(c));
-  std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", log->previous().order.size(),
-               out.c_str(), cases.size());
+  size_t done = 0;
+  for (Case& c : all) {
+    const auto logged = log->previous().runs.find(c.name);
+    if (logged == log->previous().runs.end() || not_started(logged->second))
+      cases.push_back(std::move(c));
+    else
+      ++done;
+  }
+  std::fprintf(stderr, "resume: %zu cases already in %sl, %zu to run\n", done, out.c_str(), cases.size());
   return cases;
 }
 

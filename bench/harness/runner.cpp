@@ -275,6 +275,15 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     c.notes.reason = c.unsupported;
     return state.SkipWithError(("unsupported: " + c.unsupported).c_str());
   }
+  if (active().c != &c && o.budget_seconds > 0 &&
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count() >
+          o.budget_seconds) {
+    char spent[64];
+    std::snprintf(spent, sizeof spent, " (--budget %g s spent)", o.budget_seconds);
+    c.notes.status = Status::not_run;  // not started: the budget is spent
+    c.notes.reason = std::string(kBudgetReason) + spent;
+    return state.SkipWithError(c.notes.reason.c_str());
+  }
   Active& a = active();
   if (a.c != &c) set_up(c, o);
   state.SetLabel(print(c.problem));

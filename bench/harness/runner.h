@@ -30,6 +30,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <string>
 
 #include "bench/harness/peaks.h"
@@ -50,7 +51,12 @@ struct RunOptions {
   int64_t max_reference_macs = 0;
   const Peaks* peaks = nullptr;
   Repetitions repetitions;
+  // --budget: no case starts once this many seconds have passed since `started` (0: no
+  // limit); those left are written as not_run, kBudgetReason, and --resume runs them.
+  double budget_seconds = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
+inline constexpr const char* kBudgetReason = "not run: time budget";
 
 // Registers every case with Google Benchmark (manual time, microseconds). The cases
 // must outlive the run: each carries its notes.
