@@ -105,21 +105,21 @@ expect 2 "benchmark 0 is not a run object" -- "$lb" merge "$tmp/m.json" "$tmp/nu
 
 # --budget: no case starts once the budget is spent (here at once: the peaks and the warm-up
 # take longer); the rest are written as not_run, and --resume runs them.
-quick=(run --suite smoke --kernel dense.onednn.default --benchmark_min_time=0.002 --case-time 0.02 --out "$tmp/b.json")
+quick=(run --suite smoke --backend ref --benchmark_min_time=0.002 --case-time 0.02 --out "$tmp/b.json")
 expect 2 "^layerbench: --budget -1: expected a number" -- "$lb" "${quick[@]}" --budget -1
 expect 0 "not run: time budget \(--budget 0\.001 s spent\)" -- "$lb" "${quick[@]}" --budget 0.001
 not_run() {
   /usr/bin/python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(len(d["benchmarks"]),
     sum(r["status"] == "not_run" and r["reason"].startswith("not run: time budget") for r in d["layerbench_not_measured"]))' "$1"
 }
-read -r measured skipped < <(not_run "$tmp/b.json")
-if [ "$measured" = 0 ] && [ "$skipped" -gt 0 ]; then passes=$((passes + 1)); else
+read -r measured skipped < <(not_run "$tmp/b.json" 2>/dev/null || echo "none none")
+if [ "$measured" = 0 ] && [ "$skipped" -gt 0 ] 2>/dev/null; then passes=$((passes + 1)); else
   failures=$((failures + 1))
   echo "FAIL: --budget 0.001: $measured measured entries, $skipped 'not run: time budget' (expected 0 and > 0)"
 fi
 expect 0 "resume: [0-9]+ cases already in .*, [1-9][0-9]* to run" -- "$lb" "${quick[@]}" --resume
-read -r measured skipped < <(not_run "$tmp/b.json")
-if [ "$measured" -gt 0 ] && [ "$skipped" = 0 ]; then passes=$((passes + 1)); else
+read -r measured skipped < <(not_run "$tmp/b.json" 2>/dev/null || echo "none none")
+if [ "$measured" -gt 0 ] 2>/dev/null && [ "$skipped" = 0 ]; then passes=$((passes + 1)); else
   failures=$((failures + 1))
   echo "FAIL: --resume after --budget: $measured measured entries, $skipped still not run"
 fi
