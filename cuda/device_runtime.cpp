@@ -29,6 +29,8 @@ size_t above(size_t value, size_t base) {
   return value > base ? value - base : 0;
 }
 
+constexpr double kNvmlWindowSeconds = 1.0;
+
 class GpuProbe final : public DeviceProbe {
  public:
   void before_prepare() override {
@@ -51,7 +53,11 @@ class GpuProbe final : public DeviceProbe {
     const size_t driver_now = std::max(driver_setup_, cuda::driver_used_bytes());
     out["lb_device_peak_bytes"] = double(above(device_peak, device_base_));
     out["lb_device_driver_bytes"] = double(above(driver_now, driver_base_));
-    if (util_.average() >= 0) {
+    // NVML's utilisation is the share of its last sample period (1/6 s to 1 s, by GPU)
+    // in which a kernel ran: over a shorter loop it mostly describes what came before.
+    // Reported only for loops of at least kNvmlWindowSeconds; lb_gpu_busy_pct, from the
+    // events, is there for every case.
+    if (util_.average() >= 0 && wall >= kNvmlWindowSeconds) {
       out["lb_gpu_util_avg"] = util_.average();
       out["lb_gpu_util_peak"] = util_.peak();
     }
@@ -124,7 +130,18 @@ class GpuRuntime final : public DeviceRuntime {
     return out;
   }
 
-  std::vector<std::pair<std::string, std::string>> context() const override { return cuda::gpu_context(); }
+  std::string why_broken() const override { return cuda::sticky_error(); }
+
+  std::vector<std::pair<std::string, std::string>> context() const override {
+    auto c = cuda::gpu_context();
+    c.emplace_back("layerbench_gpu_timing", cuda::gpu_timing_method());
+    c.emplace_back(
+        "layerbench_gpu_util_method",
+        "NVML utilisation sampled every 20 ms over the timed loop, reported only for loops of at least " +
+            std::to_string(int(kNvmlWindowSeconds)) +
+            " s (NVML averages over its own 1/6-1 s period); lb_gpu_busy_pct: event time / wall time");
+    return c;
+  }
 };
 
 }  // namespace

@@ -26,19 +26,34 @@ const DeviceFacts& device_facts();  // call only when why_no_gpu() is empty
 // Times device work on the default stream with a pair of CUDA events. stop() waits for
 // the work: spinning on the event (a CPU core stays busy) or, with blocking = true,
 // sleeping until the driver wakes the thread (cudaEventBlockingSync).
+//
+// With hold (the default; LAYERBENCH_GPU_HOLD=0 turns it off), start() first queues a
+// device-side wait (cuda/hold.h) that stop() releases, so the start event is reached only
+// once the timed work is queued: the pair brackets device work, not launch overhead. A
+// wait that ends by its timeout (kHoldTimeoutNs: run() waited for the device inside)
+// turns the hold off for this timer, said once on stderr.
 class EventTimer {
  public:
-  explicit EventTimer(bool blocking);
+  explicit EventTimer(bool blocking, bool hold = hold_wanted());
   ~EventTimer();
   EventTimer(const EventTimer&) = delete;
   EventTimer& operator=(const EventTimer&) = delete;
   void start();
   double stop();  // seconds between start() and stop() on the device
 
+  static bool hold_wanted();  // LAYERBENCH_GPU_HOLD is not "0"
+  static constexpr unsigned long long kHoldTimeoutNs = 20'000'000;
+
  private:
   void* start_ = nullptr;
   void* stop_ = nullptr;
+  int* flags_ = nullptr;  // pinned, mapped: [0] release, [1] timed out; null: no hold
+  int* device_flags_ = nullptr;
+  bool holding_ = false;
 };
+
+// How GPU cases are timed, for the results context.
+std::string gpu_timing_method();
 
 // Overwrites a buffer twice the size of L2 so the next launch starts cold.
 void flush_l2();
@@ -48,6 +63,11 @@ double copy_bandwidth(size_t bytes);
 
 // Waits for all device work.
 void synchronize();
+
+// After a failure: empty when the context still works, else the CUDA error that stays
+// with it (cudaErrorIllegalAddress, ...: every later call returns it). Non-sticky errors
+// are cleared on the way.
+std::string sticky_error();
 
 // GPU utilisation from NVML (libnvidia-ml.so.1, dlopen'ed: the binary runs where no
 // driver is installed). Sampled on a side thread between start() and stop().

@@ -69,6 +69,10 @@ class DeviceRuntime {
   // Measured once per machine by the harness (and cached); empty for the host, whose
   // peaks are instruction loops (bench/harness/peaks.cpp).
   virtual std::vector<DevicePeak> measure_peaks() const { return {}; }
+  // Asked after a case on this device failed: empty when the device still works, else
+  // why not — a CUDA error that stays with the context (an illegal address in a kernel)
+  // makes every later call fail, each blamed on an innocent kernel.
+  virtual std::string why_broken() const { return {}; }
   // Results-context entries: model, driver, library versions, clocks.
   virtual std::vector<std::pair<std::string, std::string>> context() const { return {}; }
 };

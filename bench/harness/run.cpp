@@ -40,12 +40,12 @@ std::vector<Case> cases_to_run(std::vector<Case> all, const RunLog* log, const s
     std::fprintf(stderr, "resume: %s is not whole in %sl (the run stopped within it); it runs again\n",
                  name.c_str(), out.c_str());
   if (log->previous().order.empty()) return all;
-  // A case the budget left out (written as not_run, kBudgetReason) runs now; its copy
-  // in the log is replaced by the new one.
+  // A case the run never started (written as not_run: the budget was spent, or its
+  // device's context was broken by an earlier case) runs now; its copy in the log is
+  // replaced by the new one.
   auto not_started = [](const std::vector<Json>& runs) {
-    return std::all_of(runs.begin(), runs.end(), [](const Json& r) {
-      return r.value("lb_status", "") == "not_run" && r.value("lb_reason", "").rfind(kBudgetReason, 0) == 0;
-    });
+    return std::all_of(runs.begin(), runs.end(),
+                       [](const Json& r) { return r.value("lb_status", "") == "not_run"; });
   };
   std::vector<Case> cases;
   size_t done = 0;
@@ -112,16 +112,19 @@ Json peaks_as_json(const Peaks& peaks) {
   return all;
 }
 
-// The results file's context: machine, build, libraries (the GPU's when a GPU case
-// runs), peaks and the run's settings.
+// The results file's context: machine, build, libraries (the GPU's and CUDA's when the
+// run holds a GPU kernel), peaks and the run's settings.
 void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector<Case>& cases) {
   for (const auto& [key, value] : build_context())
     benchmark::AddCustomContext(key, value);
   for (const auto& [key, value] : registry().context())  // library versions, their ISA
     benchmark::AddCustomContext(key, value);
-  const auto gpu = device_runtime(Device::gpu).context();
-  if (any_gpu_case(cases))
-    for (const auto& [key, value] : gpu)
+  // Whenever the run holds a GPU kernel, measured or not: a GPU case that could not run
+  // says why in its entry, and the context says which GPU, driver and libraries it met.
+  const bool gpu_kernels = std::any_of(cases.begin(), cases.end(),
+                                       [](const Case& c) { return c.kernel->info.device == Device::gpu; });
+  if (gpu_kernels)
+    for (const auto& [key, value] : device_runtime(Device::gpu).context())
       benchmark::AddCustomContext(key, value);
   for (const auto& [key, value] : this_machine(args).facts)
     benchmark::AddCustomContext(key, value);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -66,6 +67,23 @@ Active& active() {
   return a;
 }
 
+// Devices whose context a failed case left broken: what broke it, by device.
+std::map<Device, std::string>& broken_devices() {
+  static std::map<Device, std::string> broken;
+  return broken;
+}
+
+// After kernel k failed: if its device no longer works, its later cases are not started.
+void check_device_after_failure(const KernelEntry& k) {
+  const Device d = k.info.device;
+  if (broken_devices().count(d)) return;
+  if (std::string why = device_runtime(d).why_broken(); !why.empty()) {
+    broken_devices()[d] = k.info.id + " failed and left the context broken (" + why + ")";
+    std::fprintf(stderr, "layerbench: %s: %s; the device's later cases are written as not run\n",
+                 k.info.id.c_str(), why.c_str());
+  }
+}
+
 // Ends the case with a status and a one-line reason; the kernel and tensors go. A
 // failure carries the command that reproduces it.
 void end_case(Active& a, Status status, const std::string& reason, uint64_t seed) {
@@ -78,6 +96,7 @@ void end_case(Active& a, Status status, const std::string& reason, uint64_t seed
     a.error += " | repro: " + notes.repro;
   }
   a.session.reset();
+  if (status == Status::failed) check_device_after_failure(*a.c->kernel);
 }
 
 // The memory a case needs before anything is allocated: device and host.
@@ -284,6 +303,12 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     c.notes.reason = std::string(kBudgetReason) + spent;
     return state.SkipWithError(c.notes.reason.c_str());
   }
+  if (const auto broken = broken_devices().find(c.kernel->info.device);
+      active().c != &c && broken != broken_devices().end()) {
+    c.notes.status = Status::not_run;  // not started: its device no longer works
+    c.notes.reason = std::string(kBrokenReason) + ": " + broken->second;
+    return state.SkipWithError(c.notes.reason.c_str());
+  }
   Active& a = active();
   if (a.c != &c) set_up(c, o);
   state.SetLabel(print(c.problem));
@@ -369,8 +394,10 @@ void warm_up(const std::vector<Case>& cases) {
       s.finish();
     } catch (const std::exception& e) {
       // The case itself reports what went wrong; said here too, since a broken device
-      // context would otherwise surface first in a later, innocent case.
+      // context would otherwise surface first in a later, innocent case — which is
+      // why the device is asked whether it still works.
       std::fprintf(stderr, "layerbench: warm-up of %s failed: %s\n", key.c_str(), e.what());
+      check_device_after_failure(*c.kernel);
     }
   }
 }

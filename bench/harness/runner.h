@@ -57,6 +57,11 @@ struct RunOptions {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 inline constexpr const char* kBudgetReason = "not run: time budget";
+// After a case on a device fails, the harness asks the device whether it still works
+// (DeviceRuntime::why_broken()); if not, that device's later cases are not started but
+// written as not_run, kBrokenReason + which kernel broke it, and --resume (a new
+// process, a new context) runs them.
+inline constexpr const char* kBrokenReason = "not run: device context broken";
 
 // Registers every case with Google Benchmark (manual time, microseconds). The cases
 // must outlive the run: each carries its notes.

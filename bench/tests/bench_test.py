@@ -76,6 +76,14 @@ with tempfile.TemporaryDirectory() as tmp:
                          ("eigen", "layerbench_eigen_version")):
         if backend in built:
             check(ctx.get(key, "").strip() != "", f"context lacks {key}")
+    # A run that holds GPU kernels names the GPU it met ("none (why)" here without one), the
+    # driver, and the CUDA, cuBLAS and cuDNN versions, measured or not.
+    if "cublas" in built:
+        for key in ("layerbench_gpu_model", "layerbench_gpu_driver", "layerbench_cuda_version",
+                    "layerbench_cublas_version", "layerbench_cudnn_version", "layerbench_gpu_timing"):
+            check(ctx.get(key, "").strip() != "", f"context lacks {key} in a run with GPU kernels")
+        check("libcublasLt" in ctx.get("layerbench_cublas_version", ""),
+              f"layerbench_cublas_version names no library file: {ctx.get('layerbench_cublas_version')}")
     # What Google Benchmark's compare.py and github-action-benchmark read: "benchmarks" holds
     # measured cases only, each with a non-zero time, one name per case and its aggregates.
     check(ctx.get("layerbench_format_version") == "2", "context lacks layerbench_format_version 2")

@@ -7,7 +7,8 @@
 // relu=inplace and =separate run our own element-wise kernel after the product.
 //
 // dtypes: f32 (CUBLAS_COMPUTE_32F: true fp32), tf32 (CUBLAS_COMPUTE_32F_FAST_TF32),
-// f16 and bf16 (f32 accumulation), f8 e4m3 with an f32 output (sm_89+). i8 is not
+// f16 and bf16 (f32 accumulation), f8 e4m3 with an f32 output (sm_89+; ic and oc in
+// multiples of 16, see f8_layout_reason()). i8 is not
 // offered: cuBLASLt multiplies s8 by s8, our int8 problems are u8 activations × s8.
 // The algorithm is cuBLASLt's heuristic first choice with a 32 MiB workspace limit;
 // details() records it.
@@ -47,12 +48,28 @@ cudaDataType_t cuda_type(Storage s) {
   }
 }
 
+// cuBLASLt's fp8 GEMMs take 16-byte-aligned matrices only: for e4m3 (1 byte) K, the
+// leading dimension of A and B, in multiples of 16, and N, the output's leading
+// dimension, as well (the f32 output alone would need 4; 16 is what cuBLASLt's
+// heuristics return algorithms for). Asked here, before any GPU is touched, so that
+// an awkward shape is declined with its reason instead of failing in prepare() with
+// "found no algorithm".
+std::string f8_layout_reason(const Problem& p) {
+  if (p.dt != DType::f8) return {};
+  const Dense& d = p.dense();
+  if (d.ic % 16 == 0 && d.oc % 16 == 0) return {};
+  return "cuBLASLt's fp8 GEMM needs ic (K) and oc (N) in multiples of 16 (16-byte-aligned e4m3 rows); "
+         "this problem has ic=" +
+         std::to_string(d.ic) + " oc=" + std::to_string(d.oc);
+}
+
 class CublasLtDense final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::f8});
         !why.empty())
       return why + ": cuBLASLt multiplies s8 x s8; int8 problems are u8 activations x s8 weights";
+    if (std::string why = f8_layout_reason(p); !why.empty()) return why;
     return gpu_unusable(p.dt == DType::f8 ? 89 : 0);
   }
 

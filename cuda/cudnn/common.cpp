@@ -24,6 +24,36 @@ cudnnDataType_t cudnn_type(Storage s) {
   }
 }
 
+cudnnMathType_t cudnn_math(DType dt) {
+  switch (dt) {
+    case DType::f32:
+      return CUDNN_FMA_MATH;
+    case DType::tf32:
+      return CUDNN_DEFAULT_MATH;
+    default:
+      return CUDNN_TENSOR_OP_MATH;
+  }
+}
+
+const char* cudnn_math_name(cudnnMathType_t m) {
+  switch (m) {
+    case CUDNN_DEFAULT_MATH:
+      return "CUDNN_DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH:
+      return "CUDNN_TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH:
+      return "CUDNN_FMA_MATH";
+    default:
+      return "?";
+  }
+}
+
+bool cudnn_not_supported(cudnnStatus_t s) {
+  return int(s) / 1000 * 1000 == int(CUDNN_STATUS_NOT_SUPPORTED);
+}
+
 DeviceBuffer converted_copy(const Tensor& host, Storage to) {
   Tensor t(to, host.dims());
   for (int64_t i = 0; i < host.elements(); ++i)

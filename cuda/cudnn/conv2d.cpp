@@ -1,15 +1,24 @@
-// conv2d.cudnn.default — convolution on cuDNN 9, the vendor yardstick: standard,
-// grouped and depthwise (cudnnSetConvolutionGroupCount), NCHW as our tensors are.
+// conv2d.cudnn.default and conv2d.cudnn.find — convolution on cuDNN 9, the vendor
+// yardstick: standard, grouped and depthwise (cudnnSetConvolutionGroupCount), NCHW as our
+// tensors are.
 //
-// prepare() asks cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7) for the
-// best algorithm whose workspace fits 256 MiB and records it with its workspace
-// (details()). relu=fused runs cudnnConvolutionBiasActivationForward (conv + bias +
-// ReLU in one call); the other modes run cudnnConvolutionForward, then cudnnAddTensor
-// for the bias, then cudnnActivationForward for a separate or in-place ReLU.
+// The algorithm: .default takes cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7),
+// the best one whose workspace fits 256 MiB; .find (opt-in) runs cuDNN's exhaustive search
+// (cudnnFindConvolutionForwardAlgorithmEx on the case's own buffers, every algorithm timed
+// once) in prepare(), untimed, and takes the fastest that fits. details() records the
+// algorithm, where it came from, its workspace and the math type.
 //
-// dtypes: f32 as true fp32 (CUDNN_FMA_MATH: no tensor-core down-conversion), tf32
-// (CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION), f16 and bf16 with f32 accumulation
-// (CUDNN_TENSOR_OP_MATH). The bias is converted to the output type once, in prepare().
+// relu=fused runs cudnnConvolutionBiasActivationForward (conv + bias + ReLU in one call),
+// tried once in prepare(): where cuDNN answers NOT_SUPPORTED (bf16 on some versions and
+// shapes), the case runs the unfused path instead and details() says so. The other modes
+// run cudnnConvolutionForward, then cudnnAddTensor for the bias, then
+// cudnnActivationForward for a separate or in-place ReLU.
+//
+// dtypes and math types (cudnn_math(), as PyTorch sets them): f32 as true fp32
+// (CUDNN_FMA_MATH: no tensor-core down-conversion), tf32 through CUDNN_DEFAULT_MATH, f16
+// and bf16 with f32 accumulation (CUDNN_TENSOR_OP_MATH). The bias is converted to the
+// output type once, in prepare().
+#include <cstdio>
 #include <memory>
 
 #include "cuda/cudnn/common.h"
@@ -46,6 +55,8 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
 
 class CudnnConv2d final : public GpuKernel {
  public:
+  explicit CudnnConv2d(bool find) : find_(find) {}
+
   std::string supports(const Problem& p) const override {
     if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
     return gpu_unusable();
@@ -70,58 +81,50 @@ class CudnnConv2d final : public GpuKernel {
                                                    int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
                                                    CUDNN_DATA_FLOAT));
     LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(c.g)));
-    const cudnnMathType_t math = p.dt == DType::f32    ? CUDNN_FMA_MATH
-                                 : p.dt == DType::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                       : CUDNN_TENSOR_OP_MATH;
+    const cudnnMathType_t math = cudnn_math(p.dt);
     LB_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
     LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.oc), int(c.oh()),
                                               int(c.ow())));
     LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_, CUDNN_TENSOR_NCHW, type, 1, int(c.oc), 1, 1));
     LB_CUDNN_CHECK(cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
-
-    int returned = 0;
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    LB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_handle(), x_, w_, conv_, y_,
-                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-    bool chosen = false;
-    for (int i = 0; i < returned && !chosen; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kMaxWorkspace) continue;
-      // The fused call's ReLU is documented for IMPLICIT_PRECOMP_GEMM; other algorithms
-      // are taken only for the unfused modes.
-      if (p.relu == Relu::fused && perf[i].algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM) continue;
-      algo_ = perf[i].algo;
-      chosen = true;
-    }
-    if (!chosen && p.relu == Relu::fused) {  // heuristics may not list it; it serves every shape
-      algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
-      chosen = true;
-    }
-    if (!chosen) throw Error("cudnn: no forward algorithm for " + print(p));
-    size_t ws = 0;
-    LB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_handle(), x_, w_, conv_, y_, algo_, &ws));
-    workspace_ = DeviceBuffer(ws);
     if (type != CUDNN_DATA_FLOAT) {
       bias_ = converted_copy(ts.at(Arg::bias), storage_of(p.dt, Arg::dst));
       extra_bytes_ = bias_.bytes();
     }
-    details_ =
-        std::string("cuDNN heuristics: ") + algo_name(algo_) + ", workspace " + std::to_string(ws) + " B";
+
+    const std::string chosen_by = find_ ? choose_by_search(p) : choose_by_heuristics(p);
+    size_t ws = 0;
+    LB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_handle(), x_, w_, conv_, y_, algo_, &ws));
+    workspace_ = DeviceBuffer(ws);
+    details_ = chosen_by + ": " + algo_name(algo_) + ", workspace " + std::to_string(ws) + " B, " +
+               cudnn_math_name(math);
+
+    // The fused call, tried once (its output is overwritten by every run): where cuDNN has
+    // no fused kernel for this dtype and shape, the unfused path computes the same.
+    fused_ = p.relu == Relu::fused;
+    if (fused_) {
+      const cudnnStatus_t s = fused_call();
+      if (cudnn_not_supported(s)) {
+        fused_ = false;
+        details_ += "; fused conv+bias+ReLU not supported here (" + std::string(cudnnGetErrorString(s)) +
+                    "): conv, add bias, ReLU in place instead";
+      } else {
+        LB_CUDNN_CHECK(s);
+      }
+    }
   }
 
   void run(TensorSet&) override {
-    const float one = 1.0f, zero = 0.0f;
-    const void* bias = bias_.get() ? bias_.get() : dev(Arg::bias);
-    cudnnHandle_t h = cudnn_handle();
-    if (problem_.relu == Relu::fused) {
-      LB_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
-          h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_, workspace_.get(), workspace_.bytes(),
-          &zero, y_, dev(Arg::dst), b_, bias, act_, y_, dev(Arg::dst)));
+    if (fused_) {
+      LB_CUDNN_CHECK(fused_call());
       return;
     }
+    const float one = 1.0f, zero = 0.0f;
+    cudnnHandle_t h = cudnn_handle();
     LB_CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_,
                                            workspace_.get(), workspace_.bytes(), &zero, y_, dev(Arg::dst)));
-    LB_CUDNN_CHECK(cudnnAddTensor(h, &one, b_, bias, &one, y_, dev(Arg::dst)));
-    if (problem_.relu == Relu::inplace)
+    LB_CUDNN_CHECK(cudnnAddTensor(h, &one, b_, bias(), &one, y_, dev(Arg::dst)));
+    if (problem_.relu == Relu::inplace || problem_.relu == Relu::fused)  // fused: cuDNN had no fused kernel
       LB_CUDNN_CHECK(cudnnActivationForward(h, act_, &one, y_, dev(Arg::dst), &zero, y_, dev(Arg::dst)));
     if (problem_.relu == Relu::separate)
       LB_CUDNN_CHECK(cudnnActivationForward(h, act_, &one, y_, dev(Arg::dst), &zero, y_, dev(Arg::relu_dst)));
@@ -146,6 +149,63 @@ class CudnnConv2d final : public GpuKernel {
   std::string details() const override { return details_; }
 
  private:
+  const void* bias() const { return bias_.get() ? bias_.get() : dev(Arg::bias); }
+
+  cudnnStatus_t fused_call() {
+    const float one = 1.0f, zero = 0.0f;
+    return cudnnConvolutionBiasActivationForward(cudnn_handle(), &one, x_, dev(Arg::src), w_, dev(Arg::wei),
+                                                 conv_, algo_, workspace_.get(), workspace_.bytes(), &zero,
+                                                 y_, dev(Arg::dst), b_, bias(), act_, y_, dev(Arg::dst));
+  }
+
+  // Whether the fused call may take an algorithm: its ReLU is documented for
+  // IMPLICIT_PRECOMP_GEMM only; any algorithm serves the unfused modes.
+  static bool usable(const Problem& p, cudnnConvolutionFwdAlgo_t a, cudnnStatus_t status, size_t memory) {
+    return status == CUDNN_STATUS_SUCCESS && memory <= kMaxWorkspace &&
+           (p.relu != Relu::fused || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+  }
+
+  std::string choose_by_heuristics(const Problem& p) {
+    int returned = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    LB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_handle(), x_, w_, conv_, y_,
+                                                          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
+    for (int i = 0; i < returned; ++i)
+      if (usable(p, perf[i].algo, perf[i].status, perf[i].memory)) {
+        algo_ = perf[i].algo;
+        return "cuDNN heuristics, choice " + std::to_string(i + 1) + " of " + std::to_string(returned);
+      }
+    if (p.relu != Relu::fused) throw Error("cudnn: no forward algorithm for " + print(p));
+    algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;  // heuristics may not list it; it serves every
+                                                               // shape
+    return "the fused call's algorithm (not among cuDNN's heuristics)";
+  }
+
+  // cuDNN's exhaustive search on the case's own device buffers (the output is scratch
+  // here), with a workspace of the limit; the fastest usable algorithm wins.
+  std::string choose_by_search(const Problem& p) {
+    DeviceBuffer search_space(kMaxWorkspace);
+    int returned = 0;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    LB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+        cudnn_handle(), x_, dev(Arg::src), w_, dev(Arg::wei), conv_, y_, dev(Arg::dst),
+        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, search_space.get(), search_space.bytes()));
+    for (int i = 0; i < returned; ++i)  // sorted fastest first
+      if (usable(p, perf[i].algo, perf[i].status, perf[i].memory)) {
+        algo_ = perf[i].algo;
+        char ms[32];
+        std::snprintf(ms, sizeof ms, "%.4g", double(perf[i].time));
+        return "cuDNN find (exhaustive, " + std::to_string(returned) + " algorithms timed; this one " + ms +
+               " ms)";
+      }
+    if (p.relu != Relu::fused)
+      throw Error("cudnn: cuDNN's search found no usable forward algorithm for " + print(p));
+    algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+    return "the fused call's algorithm (cuDNN's search returned no usable one)";
+  }
+
+  bool find_;
+  bool fused_ = false;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
@@ -157,8 +217,8 @@ class CudnnConv2d final : public GpuKernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_cudnn_conv2d() {
-  return std::make_unique<CudnnConv2d>();
+std::unique_ptr<Kernel> make_cudnn_conv2d(bool find) {
+  return std::make_unique<CudnnConv2d>(find);
 }
 
 }  // namespace lb::cuda

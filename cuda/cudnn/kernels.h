@@ -7,7 +7,8 @@
 
 namespace lb::cuda {
 
-std::unique_ptr<Kernel> make_cudnn_conv2d();
+// find: the algorithm from cuDNN's exhaustive search in prepare(), else its heuristics.
+std::unique_ptr<Kernel> make_cudnn_conv2d(bool find);
 std::unique_ptr<Kernel> make_cudnn_lstm();
 
 }  // namespace lb::cuda

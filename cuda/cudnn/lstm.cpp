@@ -10,8 +10,10 @@
 // prepare(). relu=inplace/separate run our element-wise kernel on the output; cuDNN has
 // no fused ReLU on an RNN's output, so relu=fused is not offered.
 //
-// dtypes: f32 as true fp32 (CUDNN_FMA_MATH), tf32 (tensor cores, down-conversion
-// allowed), f16 and bf16 with f32 math precision.
+// dtypes and math types (cudnn_math()): f32 as true fp32 (CUDNN_FMA_MATH), tf32 through
+// CUDNN_DEFAULT_MATH, f16 and bf16 (CUDNN_TENSOR_OP_MATH) with f32 math precision — bf16
+// only where this cuDNN's RNN descriptor accepts bf16 data with f32 math (asked once, on
+// the host, in supports(): cuDNN 9.19 does, and refuses bf16 math precision).
 #include <memory>
 #include <vector>
 
@@ -22,11 +24,45 @@
 namespace lb::cuda {
 namespace {
 
+void set_rnn(cudnnRNNDescriptor_t rnn, cudnnDataType_t type, cudnnMathType_t math, int I, int H, int L,
+             cudnnDropoutDescriptor_t dropout, cudnnStatus_t* status = nullptr) {
+  const cudnnStatus_t s = cudnnSetRNNDescriptor_v8(
+      rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
+      CUDNN_LINEAR_INPUT, type, CUDNN_DATA_FLOAT, math, I, H, H, L, dropout, CUDNN_RNN_PADDED_IO_DISABLED);
+  if (status)
+    *status = s;
+  else
+    LB_CUDNN_CHECK(s);
+}
+
+// Empty when this cuDNN's RNN descriptor takes bf16 data with f32 math, else why not.
+// The descriptor is host state: no GPU is needed to ask.
+const std::string& bf16_rnn_reason() {
+  static const std::string why = [] {
+    cudnnRNNDescriptor_t rnn = nullptr;
+    cudnnDropoutDescriptor_t dropout = nullptr;
+    if (cudnnCreateRNNDescriptor(&rnn) != CUDNN_STATUS_SUCCESS ||
+        cudnnCreateDropoutDescriptor(&dropout) != CUDNN_STATUS_SUCCESS)
+      return std::string("cuDNN could not create an RNN descriptor");
+    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
+    set_rnn(rnn, CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_OP_MATH, 16, 16, 2, dropout, &s);
+    cudnnDestroyRNNDescriptor(rnn);
+    cudnnDestroyDropoutDescriptor(dropout);
+    if (s == CUDNN_STATUS_SUCCESS) return std::string();
+    const size_t v = cudnnGetVersion();
+    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+           std::to_string(v % 100) +
+           " has no bf16 LSTM (cudnnSetRNNDescriptor_v8: " + cudnnGetErrorString(s) + ")";
+  }();
+  return why;
+}
+
 class CudnnLstm final : public GpuKernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
     if (p.relu == Relu::fused) return "cuDNN's RNN API has no fused ReLU on its output";
+    if (p.dt == DType::bf16 && !bf16_rnn_reason().empty()) return bf16_rnn_reason();
     return gpu_unusable();
   }
 
@@ -45,14 +81,9 @@ class CudnnLstm final : public GpuKernel {
     dropout_states_ = DeviceBuffer(state_bytes);
     LB_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, h, 0.0f, dropout_states_.get(), state_bytes, 0));
 
-    const cudnnMathType_t math = p.dt == DType::f32    ? CUDNN_FMA_MATH
-                                 : p.dt == DType::tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                       : CUDNN_TENSOR_OP_MATH;
+    const cudnnMathType_t math = cudnn_math(p.dt);
     LB_CUDNN_CHECK(cudnnCreateRNNDescriptor(&rnn_));
-    LB_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(rnn_, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM,
-                                            CUDNN_RNN_SINGLE_INP_BIAS, CUDNN_UNIDIRECTIONAL,
-                                            CUDNN_LINEAR_INPUT, type, CUDNN_DATA_FLOAT, math, I, H, H, L,
-                                            dropout_, CUDNN_RNN_PADDED_IO_DISABLED));
+    set_rnn(rnn_, type, math, I, H, L, dropout_);
 
     const std::vector<int> lengths(N, T);
     LB_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&x_));
@@ -78,7 +109,7 @@ class CudnnLstm final : public GpuKernel {
     workspace_ = DeviceBuffer(work);
     extra_bytes_ = weights_.bytes() + dropout_states_.bytes() + seq_lengths_.bytes() + cx_.bytes();
     details_ = "cuDNN RNN (standard algo), weight space " + std::to_string(weight_bytes_) + " B, workspace " +
-               std::to_string(work) + " B";
+               std::to_string(work) + " B, " + cudnn_math_name(math);
   }
 
   void run(TensorSet&) override {

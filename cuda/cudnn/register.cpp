@@ -11,7 +11,14 @@ void register_cudnn(Registry& r) {
          .device = Device::gpu,
          .idea = "cuDNN heuristics' algorithm; fused conv+bias+ReLU when asked",
          .accumulation = "f32 (tf32/f16/bf16 tensor cores)"},
-        [] { return make_cudnn_conv2d(); });
+        [] { return make_cudnn_conv2d(false); });
+  r.add({.id = "conv2d.cudnn.find",
+         .device = Device::gpu,
+         .idea =
+             "cuDNN's exhaustive algorithm search (cudnnFind*) in prepare(), untimed; the fastest that fits",
+         .accumulation = "f32 (tf32/f16/bf16 tensor cores)",
+         .opt_in = true},
+        [] { return make_cudnn_conv2d(true); });
   r.add({.id = "lstm.cudnn.default",
          .device = Device::gpu,
          .idea = "cuDNN RNN forward (inference), our weights copied into its weight space",
