@@ -90,23 +90,31 @@ def claim1(cases):
     else:
         parts.append(NOT_MEASURED)
         lines.append("CPU part not measured: needs ≥ 5 measured CPU cases with lb_host_peak_bytes and lb_cpu_util_peak.")
-    gpu = [c for c in cases if c.ok and c.device == "gpu" and c.device_peak and c.value("lb_gpu_util_avg") is not None]
+    # NVML's utilisation is written only for timed loops of at least a second (it averages
+    # over its own sample period); the busy share from the events is there for every case.
+    gpu = [c for c in cases if c.ok and c.device == "gpu" and c.device_peak]
+    util_key = "lb_gpu_util_avg"
+    if sum(c.value(util_key) is not None for c in gpu) < 5:
+        util_key = "lb_gpu_busy_pct"
+    gpu = [c for c in gpu if c.value(util_key) is not None]
+    util_name = "NVML GPU utilisation" if util_key == "lb_gpu_util_avg" else "GPU busy share (event time / wall time)"
     if len(gpu) >= 5:
-        rho = stats.spearman([c.device_peak for c in gpu], [c.value("lb_gpu_util_avg") for c in gpu])
+        rho = stats.spearman([c.device_peak for c in gpu], [c.value(util_key) for c in gpu])
         lo, hi = _span([c.device_peak for c in gpu])
-        ulo, uhi = _span([c.value("lb_gpu_util_avg") for c in gpu])
-        dec = decoupled(gpu, lambda c: c.device_peak, lambda c: c.value("lb_gpu_util_avg"))
+        ulo, uhi = _span([c.value(util_key) for c in gpu])
+        dec = decoupled(gpu, lambda c: c.device_peak, lambda c: c.value(util_key))
         v = _corr_verdict(rho, len(dec))
         parts.append(v)
-        lines.append(f"GPU ({len(gpu)} cases): device peak spans {fmt_mb(lo)}–{fmt_mb(hi)} MB while GPU utilisation "
+        lines.append(f"GPU ({len(gpu)} cases): device peak spans {fmt_mb(lo)}–{fmt_mb(hi)} MB while {util_name} "
                      f"spans {fmt_num(ulo)}–{fmt_num(uhi)} %; Spearman ρ(device peak, GPU util) = {fmt_num(rho, 2)}; "
                      f"{len(dec)} cases in the top quartile of one and the bottom quartile of the other → {v}.")
-        full_idle = max(gpu, key=lambda c: c.device_peak / max(c.value("lb_gpu_util_avg"), 1.0))
+        full_idle = max(gpu, key=lambda c: c.device_peak / max(c.value(util_key), 1.0))
         lines.append(f"most memory per unit of utilisation: `{full_idle.label}` {fmt_mb(full_idle.device_peak)} MB at "
-                     f"{fmt_num(full_idle.value('lb_gpu_util_avg'))} % GPU.")
+                     f"{fmt_num(full_idle.value(util_key))} % GPU.")
     else:
         parts.append(NOT_MEASURED)
-        lines.append(f"GPU part not measured: needs {GPU_RUN} with lb_device_peak_bytes and lb_gpu_util_avg.")
+        lines.append(f"GPU part not measured: needs {GPU_RUN} with lb_device_peak_bytes and lb_gpu_util_avg "
+                     "(timed loops of ≥ 1 s) or lb_gpu_busy_pct.")
     verdict = _combine(parts)
     summary = ("Rule: |ρ| < 0.5 between memory peak and utilisation, or ρ ≤ 0.8 with cases high in one and low in the "
                "other (top vs bottom quartile) → different things (confirmed); ρ > 0.8 with no such case → they move "

@@ -233,6 +233,19 @@ class Rules(unittest.TestCase):
         std.reps = [dict(r, real_time=500.0) for r in std.reps]
         self.assertEqual(claims.claim8([dw, pw, std]).verdict, "confirmed")
 
+    def test_gpu_utilisation_from_the_events_where_nvml_gave_none(self):
+        # Short timed loops carry no NVML figure (lb_gpu_util_avg), only the busy share from
+        # the events: claim 1's GPU part is judged on that, and says so.
+        cs = [case(f"g/f32/p{i}", device="gpu", time=10.0, lb_device_peak_bytes=1e6 * (i + 1),
+                   lb_gpu_busy_pct=90.0 - 15 * (i % 3), problem=f"dense mb={i + 1} ic=4 oc=4 dt=f32 relu=none")
+              for i in range(6)]
+        lines = " ".join(claims.claim1(cs).lines)
+        self.assertIn("GPU busy share (event time / wall time)", lines)
+        self.assertNotIn("GPU part not measured", lines)
+        for c in cs:
+            c.reps = [dict(r, lb_gpu_util_avg=50.0 + r["lb_device_peak_bytes"] / 1e6) for r in c.reps]
+        self.assertIn("NVML GPU utilisation", " ".join(claims.claim1(cs).lines))
+
 
 if __name__ == "__main__":
     unittest.main()
