@@ -60,6 +60,7 @@ struct Active {
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far
   bool repetitions_done = false;
+  bool looped = false;  // a call of this case has entered Google Benchmark's loop
 };
 
 Active& active() {
@@ -158,9 +159,23 @@ void on_signal(int signo) {
   g_signal = signo;
 }
 
+// Ends this call of case c as an error. Google Benchmark (1.7's ComputeStats) checks that
+// every repetition of a case reports the iteration count of the first, skipped ones
+// included: a skip before the loop reports 0, a skip inside it the count the loop was
+// given. So a case whose loop has run (an interrupt or an exception after some
+// repetitions) skips inside the loop; one that never ran skips before it, every time.
+void skip(benchmark::State& state, const Case& c, const char* why) {
+  if (active().c != &c || !active().looped) return state.SkipWithError(why);
+  for (auto _ : state) {
+    state.SkipWithError(why);
+    break;
+  }
+}
+
 // A repetition past the stopping point: no work, its iterations counted in one batch
 // (a million of them would cost milliseconds one by one); the reporter drops it.
 void idle_call(benchmark::State& state) {
+  active().looped = true;
   while (state.KeepRunningBatch(state.max_iterations))
     state.SetIterationTime(1e-9);
 }
@@ -173,6 +188,7 @@ Timed timed_loop(benchmark::State& state, Active& a) {
   Timed t;
   const Case& c = *a.c;
   const double start = wall_seconds();
+  a.looped = true;
   for (auto _ : state) {
     if (g_signal) {
       state.SkipWithError(kInterrupted);
@@ -288,7 +304,7 @@ void set_counters(benchmark::State& state, const Active& a, const Timed& t, doub
 }
 
 void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
-  if (g_signal) return state.SkipWithError(kInterrupted);
+  if (g_signal) return skip(state, c, kInterrupted);
   if (!c.unsupported.empty()) {
     c.notes.status = Status::unsupported;
     c.notes.reason = c.unsupported;
@@ -312,7 +328,7 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   Active& a = active();
   if (a.c != &c) set_up(c, o);
   state.SetLabel(print(c.problem));
-  if (!a.error.empty()) return state.SkipWithError(a.error.c_str());
+  if (!a.error.empty()) return skip(state, c, a.error.c_str());
   if (a.repetitions_done) return idle_call(state);
 
   CpuSampler sampler;

@@ -127,6 +127,8 @@ with tempfile.TemporaryDirectory() as tmp:
                 check_whole(out, expected, what + " (finished before the signal)")
                 continue
             check(proc.returncode in (128 + signo, -signo), f"{what}: exit {proc.returncode}: {stderr[-300:]}")
+            if proc.returncode == 128 + signo:  # caught: the results file is written
+                check(os.path.exists(out), f"{what}: exit {proc.returncode} but no {out}: {stderr[-300:]}")
             if signo != signal.SIGKILL and os.path.exists(out):
                 with open(out) as f:
                     kept = runs_of(json.load(f))
