@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-check.sh runs on a GPU machine that has CUDA, cuBLAS and cuDNN
-# but no package registry: layerbench and the GPU tests, built here (CUDA on, sm_90 +
-# PTX, generic x86-64-v3 host code rather than this CPU's -march=native), plus the
-# shared libraries that machine lacks (oneDNN, Google Benchmark, OpenMP, OpenCL ICD
-# loader), into .gpu-bundle/ (git-ignored). Carry it with the device tool:
+# but no package registry: layerbench and the GPU tests (lb_cuda_smoke, lb_gpu_tests,
+# lb_gpu_own_tests), built here (CUDA on, sm_90 + PTX, generic x86-64-v3 host code rather
+# than this CPU's -march=native), plus the shared libraries that machine lacks (oneDNN,
+# Google Benchmark, OpenMP, OpenCL ICD loader), into .gpu-bundle/ (git-ignored). Carry it
+# with the device tool:
 #   carry: [".gpu-bundle"], command: "scripts/gpu-check.sh $OUT"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-build=build-gpu
+build="build-gpu"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLB_WITH_CUDA=ON -DLB_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build "$build" --parallel "$(nproc)" --target layerbench lb_gpu_tests lb_cuda_smoke
+cmake --build "$build" --parallel "$(nproc)" --target layerbench lb_gpu_tests lb_gpu_own_tests lb_cuda_smoke
 
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle/bin .gpu-bundle/lib
-cp "$build/bench/layerbench" "$build/cuda/lb_gpu_tests" "$build/cuda/lb_cuda_smoke" .gpu-bundle/bin/
+cp "$build/bench/layerbench" "$build/cuda/lb_gpu_tests" "$build/cuda/lb_gpu_own_tests" "$build/cuda/lb_cuda_smoke" \
+  .gpu-bundle/bin/
 strip .gpu-bundle/bin/*
 # Every library the binaries need that is not glibc, libstdc++ or CUDA's own (the GPU
 # machine brings those): found with ldd here, copied with their sonames.
@@ -29,5 +31,14 @@ done | sort -u | while read -r soname path; do
   esac
 done
 git rev-parse --short=12 HEAD >.gpu-bundle/COMMIT
+# What it was built with, for the check's environment.txt (the CUDA runtime is linked in
+# statically, so the GPU machine cannot say which it is).
+nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -n 1)
+cudnn_h=$(sed -n 's/^LB_CUDNN_INCLUDE:[A-Z]*=//p' "$build/CMakeCache.txt")/cudnn_version.h
+{
+  echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n) from $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo ' (with local changes)')"
+  echo "nvcc (CUDA runtime linked in): $("$nvcc" --version | tail -n 1)"
+  echo "cuDNN headers: $(awk '/^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) / {printf "%s%s", sep, $3; sep="."}' "$cudnn_h")"
+} >.gpu-bundle/BUILD
 du -sh .gpu-bundle
 ls -la .gpu-bundle/bin .gpu-bundle/lib
