@@ -301,7 +301,6 @@ int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, RunLog* log) {
   Reporter reporter(log, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench));
   if (!cases.empty()) {
     use_honest_allocator();
-    install_interrupt_handlers();
     warm_up(cases);
     register_cases(cases, args.options);
     benchmark::RunSpecifiedBenchmarks(&reporter);
@@ -338,6 +337,9 @@ int run_command(const std::vector<std::string>& argv) {
   if (args.list) return list_cases(all);
   std::unique_ptr<RunLog> log;
   if (!args.out.empty()) log = std::make_unique<RunLog>(args.out, args.resume, args.overwrite);
+  // From here on a SIGINT or SIGTERM ends the run with a results file, whatever it is
+  // doing (the peaks, the warm-up or a case).
+  install_interrupt_handlers();
   const bool continuing = log && args.resume && log->has_lines();
   Json settings = run_settings(args);
   bool agree = !continuing || settings_agree(*log, settings, args, {"peaks"});

@@ -394,6 +394,7 @@ int interrupted_by() {
 void warm_up(const std::vector<Case>& cases) {
   std::set<std::string> done;
   for (const Case& c : cases) {
+    if (g_signal) return;  // every case will say "interrupted"
     if (!c.unsupported.empty()) continue;
     const std::string key =
         c.kernel->info.id + "|" + std::string(name(c.problem.dt)) + "|" + std::to_string(c.threads);
