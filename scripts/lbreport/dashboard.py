@@ -25,12 +25,13 @@ are not touched; docs/nightly.md says how to prune them).
 The regression rule, robust to noisy shared machines: for each case and metric (time, host
 peak, device peak), take the case's values in the previous --window runs where it was
 measured (at least --min-runs of them): their median m and their MAD scaled to a standard
-deviation, s = max(1.4826 * MAD, m * the case's median within-run cv, m * the run's noise)
-(a few nights' MAD can be near zero by chance; a case's own repetitions say how noisy it is;
-the run's noise is the robust spread of log(x / m) over all its cases: repetitions are taken
-back to back, so what moves from one night to the next on a shared machine shows only across
-the cases). The time x of a run is a regression when
-    x > m + k * max(s, 0.01 * m)   and   x > (1 + min_change) * m,
+deviation; the band's half-width h = max(k * 1.4826 * MAD, k * m * the case's median
+within-run cv, m * (exp(k * the run's noise) - 1), k * 0.01 * m) (a few nights' MAD can be
+near zero by chance; a case's own repetitions say how noisy it is; the run's noise is the
+robust standard deviation of log(x / m) over all its cases — verdicts.noise_band(), as
+compare uses it: repetitions are taken back to back, so what moves from one night to the
+next on a shared machine shows only across the cases). The time x of a run is a regression when
+    x > m + h   and   x > (1 + min_change) * m,
 an improvement in the mirror case, and "cannot judge" when it moved by more than min_change
 but the history is too short (fewer than --min-runs values), the change is inside a noisy
 case's band (the band wider than the change), or the run started on a busy machine (1-minute
@@ -65,7 +66,7 @@ from collections import defaultdict
 
 from . import stats
 from .results import Complaints, load_many
-from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, run_noise, run_shift
+from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_band, run_noise, run_shift
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
 CHART_JS = os.path.join("node_modules", "chart.js", "dist", "chart.umd.js")
@@ -226,13 +227,15 @@ def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None, noise=None
         d["why"] = f"history too short ({len(prev)} of {min_runs} runs)"
         return ("cannot judge", d) if prev and abs(x / stats.median(prev) - 1) > min_change else ("", d)
     m = stats.median(prev) * shift
-    spreads = {"its own spread over the runs before": stats.mad(prev) * shift,
-               "its repetitions' cv": m * (cv or 0.0),
-               "the run's case-to-case noise": m * (noise[1] if noise else 0.0)}
-    widest = max(spreads, key=spreads.get)
-    s = spreads[widest]
-    half = k * max(s, 0.01 * m)
-    d.update(median=m, mad=s, limit=max(m + half, (1 + min_change) * m), low=min(m - half, (1 - min_change) * m))
+    # The band's half-width: k spreads, whichever is widest (the run's noise through
+    # noise_band(), the definition compare uses too).
+    halves = {"its own spread over the runs before": k * stats.mad(prev) * shift,
+              "its repetitions' cv": k * m * (cv or 0.0),
+              "the run's case-to-case noise": m * (noise_band(noise, k) or 0.0)}
+    widest = max(halves, key=halves.get)
+    half = max(halves[widest], k * 0.01 * m)
+    d.update(median=m, mad=half / k, limit=max(m + half, (1 + min_change) * m),
+             low=min(m - half, (1 - min_change) * m))
     if m <= 0:
         return "", d
     verdict = "regression" if x > d["limit"] else "improvement" if x < d["low"] else ""
@@ -317,12 +320,6 @@ def _time_ratios(cases, run, window, min_runs):
         if len(prev) >= min_runs and stats.median(prev):
             ratios.append(now["time"] / stats.median(prev))
     return ratios
-
-
-def _noise_band(noise, k):
-    """A run's noise as the half-width of the band it sets (a fraction of the median, as
-    judge_value() uses it), or None."""
-    return None if noise is None else k * noise[1]
 
 
 def newest_shift(cases, last_run, window, min_runs, min_change):
@@ -438,7 +435,7 @@ def build_machine(name, runs, out, args):
     return {"name": name, "runs": run_rows, "months": months, "cases": [d for d in meta if d["measured"]],
             "never_measured": len(never), "findings": findings, "busy": busy,
             "shift": {"factor": shift[0], "moved": shift[1], "of": shift[2]} if shift else None,
-            "noise": _noise_band(run_noise(_time_ratios(cases, last, args.window, args.min_runs)), args.k),
+            "noise": noise_band(run_noise(_time_ratios(cases, last, args.window, args.min_runs)), args.k),
             "overview": overview(cases, len(runs), args.window, findings)}
 
 

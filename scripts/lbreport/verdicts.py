@@ -72,7 +72,13 @@ def within_noise(ratio, noise, k=NOISE_K):
     return abs(math.log(ratio) - centre) <= k * sigma
 
 
+def noise_band(noise, k=NOISE_K):
+    """The half-width of the band k robust SDs of log(ratio) make, as a fraction of the value
+    (exp(k sigma) - 1): the one definition compare's gate and the dashboard's band both use.
+    None without a noise estimate."""
+    return None if noise is None else math.exp(k * noise[1]) - 1
+
+
 def noise_text(noise, k=NOISE_K):
     """'±X % (3 robust SDs of N cases' ratios)': the band within_noise() accepts, for a reason."""
-    _, sigma, n = noise
-    return f"±{math.exp(k * sigma) - 1:.0%} ({k:g} robust SDs of {n} cases' time ratios)"
+    return f"±{noise_band(noise, k):.0%} ({k:g} robust SDs of {noise[2]} cases' time ratios)"
