@@ -44,7 +44,8 @@ from . import stats
 from .analysis import MEMORY_FLOOR_BYTES
 from .results import LoadError, load
 from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_time
-from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_text, run_noise, run_shift, within_noise
+from .verdicts import (DEFAULT_MAX_LOAD_PER_CORE, NOISE_MAX_BAND, finite_fraction, noise_text, run_noise, run_shift,
+                       too_noisy, within_noise)
 
 # (key, label, gated, formatter of one value)
 METRICS = [
@@ -134,6 +135,9 @@ def compare_metric(a, b, key, gated, threshold, alpha, busy="", shift=1.0, noise
             least = stats.min_one_sided_p(len(va), len(vb)) if enough else 1.0
             verdict, why = "cannot judge", (f"too few repetitions ({len(va)} vs {len(vb)}): the U test cannot go "
                                             f"below p = {least:.3g} > alpha")
+        elif p_dir <= alpha and too_noisy(noise):
+            verdict, why = "cannot judge", (f"the two runs are too noisy to judge one case: {noise_text(noise)}, "
+                                            f"past ±{NOISE_MAX_BAND:.0%}, where unchanged cases stray further")
         elif p_dir <= alpha and within_noise(ratio, noise):
             verdict, why = "cannot judge", f"within the two runs' noise: {noise_text(noise)}"
         elif p_dir <= alpha:
@@ -261,7 +265,11 @@ def main(argv=None):
         print(f"compare: run-wide shift: every case ×{shift[0]:.3f} ({shift[1]} of {shift[2]} cases moved by more "
               f"than {args.threshold:.0%} the same way) — a machine change (clock, governor, microcode, a busy "
               "neighbour) or a change that slows everything, reported once; cases are judged relative to it")
-    if noise:
+    if noise and too_noisy(noise):
+        print(f"compare: the two runs' noise, case to case: {noise_text(noise)}: past ±{NOISE_MAX_BAND:.0%}, no "
+              "case's time is judged (on such a machine unchanged cases stray beyond any band; compare runs of a "
+              "quiet one, or the nightly's confirmed verdicts)")
+    elif noise:
         print(f"compare: the two runs' noise, case to case: {noise_text(noise)}; a time change within it cannot "
               "be judged")
     if s["only_a"] or s["only_b"]:
