@@ -158,13 +158,11 @@ double EventTimer::stop() {
 }
 
 std::string gpu_timing_method() {
-  return EventTimer::hold_wanted()
-             ? "CUDA events around each run(), the start event held behind a device-side wait until the run "
-               "is "
-               "queued (launch overhead excluded; lb_host_wall_per_run_s has the host's view)"
-             : "CUDA events around each run(), recorded as the host reaches them (LAYERBENCH_GPU_HOLD=0: "
-               "launch "
-               "overhead included)";
+  if (!EventTimer::hold_wanted())
+    return "CUDA events around each run(), recorded as the host reaches them "
+           "(LAYERBENCH_GPU_HOLD=0: launch overhead included)";
+  return "CUDA events around each run(), the start event held behind a device-side wait until the run "
+         "is queued (launch overhead excluded; lb_host_wall_per_run_s has the host's view)";
 }
 
 std::string sticky_error() {
