@@ -47,7 +47,8 @@
 //    transposed band by band into a per-thread scratch laid out [rows][W + 2·PW][8] with the
 //    zero border in it (no masks, no edge cases), every output pixel is 9 FMAs of whole
 //    8-channel vectors (weights packed in prepare() as [C/8][3][3][8], 5-6 outputs per
-//    step sharing each loaded input pixel; the zero border written once, when the scratch is), and the
+//    step sharing each loaded input pixel — depthwise_c8.h, shared with
+//    conv2d.cpu.depthwise_blocked; the zero border written once, when the scratch is), and the
 //    [P][Q][8] result is transposed back into the 8 output planes. The transposes are two 4×4 ones within
 //    128-bit halves (16 half loads, the upper ones by vinsertf128 from memory, 16 in-lane shuffles and 8
 //    stores per 8×8); the output side walks the plane flat (P·Q contiguous per channel), so only its last
@@ -134,6 +135,7 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/depthwise_c8.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
 
@@ -953,29 +955,6 @@ LB_TARGET_AVX2 inline void c8_fill_row(const Plan& pl, const float* x, int64_t i
   }
 }
 
-// NQ outputs of one row, columns q .. q+NQ-1, from the band rows at `in` (3 rows, wp pixels
-// apart): per kernel row, the (NQ-1)·S + 3 input pixels loaded once each, every one feeding
-// the outputs whose taps it is (stride 1, NQ = 5: 21 loads per 45 FMAs).
-template <int S, int NQ>
-LB_TARGET_AVX2 inline void c8_outputs(const float* in, int64_t wp, int64_t q, const __m256 (&wv)[3][3],
-                                      const float* bias, bool relu, float* out) {
-  __m256 acc[NQ];
-  for (int k = 0; k < NQ; ++k)
-    acc[k] = _mm256_load_ps(bias);
-  for (int r = 0; r < 3; ++r) {
-    const float* row = in + 8 * (r * wp + q * S);
-    for (int col = 0; col < (NQ - 1) * S + 3; ++col) {
-      const __m256 v = _mm256_load_ps(row + 8 * col);
-      for (int k = 0; k < NQ; ++k) {
-        const int s = col - k * S;
-        if (s >= 0 && s <= 2) acc[k] = _mm256_fmadd_ps(v, wv[r][s], acc[k]);
-      }
-    }
-  }
-  for (int k = 0; k < NQ; ++k)
-    _mm256_store_ps(out + 8 * (q + k), relu ? _mm256_max_ps(acc[k], _mm256_setzero_ps()) : acc[k]);
-}
-
 // Outputs t0 .. t1-1 of a band (flat: row-major P×Q, 8 channels each, at `out`) to the 8
 // output planes at y (planes `plane` floats apart), from flat index `base` of each: per 8
 // outputs 16 half loads, 16 shuffles, 8 stores; the last block overlaps its neighbour, or
@@ -1002,20 +981,6 @@ LB_TARGET_AVX2 inline void c8_store(const float* out, int64_t n, float* y, int64
   }
 }
 
-// The last 1 ≤ n ≤ NQ outputs of a row: c8_outputs() with NQ = n.
-template <int S, int NQ>
-LB_TARGET_AVX2 inline void c8_last_outputs(const float* in, int64_t wp, int64_t q, const __m256 (&wv)[3][3],
-                                           const float* bias, bool relu, float* out, int64_t n) {
-  if constexpr (NQ > 1)
-    if (n < NQ) return c8_last_outputs<S, NQ - 1>(in, wp, q, wv, bias, relu, out, n);
-  c8_outputs<S, NQ>(in, wp, q, wv, bias, relu, out);
-}
-
-// Outputs per step of c8_outputs() by stride (9 weights, ≤ 6 accumulators and the loaded
-// input: ≤ 16 vector registers). Measured here: stride 2, 6 ahead of 4 (dw13 0.53-0.59× →
-// 0.69-0.70× of oneDNN, 1 thread); stride 1, 4 / 5 / 6 within the noise, 5 slightly ahead.
-constexpr int kC8Step[2] = {5, 6};
-
 // One image's group of 8 channels: planes x, y (8 each, consecutive), weights wg
 // ([3][3][8]) and bias bg ([8]), band by band: the band's input rows transposed into the
 // scratch (the rows it shares with the band before moved up instead), its outputs computed
@@ -1028,9 +993,7 @@ LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, co
   float* bin = scratch;
   float* bout = scratch + (8 * pl.in_rows * pl.wp + 15) / 16 * 16;
   __m256 wv[3][3];
-  for (int r = 0; r < 3; ++r)
-    for (int s = 0; s < 3; ++s)
-      wv[r][s] = _mm256_load_ps(wg + 8 * (3 * r + s));
+  c8_weights(wg, wv);
   for (int64_t p0 = 0; p0 < P; p0 += pl.band) {
     const int64_t pb = std::min(pl.band, P - p0), rows = (pb - 1) * S + 3;
     int64_t u = 0;
@@ -1044,11 +1007,12 @@ LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, co
     }
     for (int64_t i = 0; i < pb; ++i) {
       const float* src = bin + 8 * wp * (i * S);
+      const float* const rows[3] = {src, src + 8 * wp, src + 16 * wp};
       float* dst = bout + 8 * Q * i;
       int64_t q = 0;
       for (; q + kC8Step[S - 1] <= Q; q += kC8Step[S - 1])
-        c8_outputs<S, kC8Step[S - 1]>(src, wp, q, wv, bg, relu, dst);
-      if (q < Q) c8_last_outputs<S, kC8Step[S - 1] - 1>(src, wp, q, wv, bg, relu, dst, Q - q);
+        c8_outputs<S, kC8Step[S - 1]>(rows, q * S, wv, bg, relu, dst + 8 * q);
+      if (q < Q) c8_last_outputs<S, kC8Step[S - 1] - 1>(rows, q * S, wv, bg, relu, dst + 8 * q, Q - q);
     }
     c8_store(bout, pb * Q, y + p0 * Q, plane);
   }
@@ -1171,11 +1135,7 @@ class CpuConv2dDepthwise final : public Kernel {
       const float* b = ts.at(Arg::bias).as<float>();
       wpack_ = AlignedBuffer<float>(size_t(72 * plan_.groups));
       bpack_ = AlignedBuffer<float>(size_t(8 * plan_.groups));
-      for (int64_t ch = 0; ch < 8 * plan_.groups; ++ch) {
-        for (int64_t t = 0; t < 9; ++t)
-          wpack_.data()[72 * (ch / 8) + 8 * t + ch % 8] = w[9 * ch + t];
-        bpack_.data()[ch] = b[ch];
-      }
+      c8_pack(w, b, 8 * plan_.groups, plan_.groups, wpack_.data(), bpack_.data());
       bands_ = AlignedBuffer<float>(size_t(plan_.scratch_floats * pool_->size()));
     }
   }

@@ -13,7 +13,8 @@ std::unique_ptr<Kernel> make_blocked_dense();        // dense_2_blocked.cpp
 std::unique_ptr<Kernel> make_packed_dense(Isa isa);  // dense.cpp: the micro-kernel of one ISA
 std::unique_ptr<Kernel> make_dense();                // dense.cpp: the best micro-kernel by CPUID
 std::unique_ptr<Kernel> make_conv2d();
-std::unique_ptr<Kernel> make_depthwise_conv2d();
+std::unique_ptr<Kernel> make_depthwise_conv2d();          // conv2d_depthwise.cpp: NCHW
+std::unique_ptr<Kernel> make_depthwise_blocked_conv2d();  // conv2d_depthwise_blocked.cpp: nChw8c
 std::unique_ptr<Kernel> make_lstm();
 
 }  // namespace lb::cpu

@@ -92,8 +92,9 @@ TEST(Depthwise, MatchesTheReferenceWithNonTemporalStores) {
            "conv2d mb=4 ic=64 ih=112 iw=112 oc=64 kh=3 kw=3 sh=2 ph=1 g=64",
        }) {
     const Problem p = parse_problem(line);
-    if (cpu::best_isa() == cpu::Isa::avx2)
+    if (cpu::best_isa() == cpu::Isa::avx2) {
       EXPECT_NE(details_of(p).find("y non-temporal"), std::string::npos) << line << ": " << details_of(p);
+    }
     for (int threads : {1, 2})
       EXPECT_TRUE(check_conforms(depthwise(), p, Context{threads})) << line;
   }
@@ -135,10 +136,58 @@ TEST(Depthwise, MatchesTheReferenceOnTheChannelLanesPath) {
   const bool avx2 = cpu::best_isa() == cpu::Isa::avx2;
   for (const std::string& line : lines) {
     const Problem p = parse_problem(line);
-    if (avx2) EXPECT_EQ(path_of(p), "c8") << line;
+    if (avx2) {
+      EXPECT_EQ(path_of(p), "c8") << line;
+    }
     for (int threads : {1, 2})
       EXPECT_TRUE(check_conforms(depthwise(), p, Context{threads})) << line;
   }
+}
+
+// conv2d.cpu.depthwise_blocked (nChw8c in and out, converted in prepare() / finish()): C a
+// multiple of 8 and not (a zero-padded last group), planes with no interior output (every
+// tap column check taken) and with one, widths that leave a rest of kC8Step, padding 0 to 3
+// (rows of zeros above and below, outputs in the left and right padding), ReLU fused, in
+// place and separate; stride 1 and 2; x and y in the caches and past them; one thread and two. Where the CPU
+// lacks AVX2 it must decline every one.
+TEST(Depthwise, BlockedMatchesTheReference) {
+  const KernelEntry* blocked = registry().find("conv2d.cpu.depthwise_blocked");
+  ASSERT_NE(blocked, nullptr);
+  std::vector<std::string> lines;
+  for (int c : {8, 13, 16, 24})
+    for (int mb : {1, 2}) {
+      const std::string head = "conv2d mb=" + std::to_string(mb) + " ic=" + std::to_string(c) + " ";
+      const std::string tail = " oc=" + std::to_string(c) + " kh=3 kw=3 ph=1 g=" + std::to_string(c);
+      for (const char* plane :
+           {"ih=1 iw=1", "ih=2 iw=3", "ih=7 iw=7", "ih=5 iw=8", "ih=14 iw=14", "ih=15 iw=9", "ih=13 iw=60"})
+        for (const char* stride : {"", " sh=2"})
+          lines.push_back(head + plane + tail + stride);
+    }
+  for (const char* line : {
+           "conv2d mb=1 ic=16 ih=13 iw=13 oc=16 kh=3 kw=3 ph=0 g=16",
+           "conv2d mb=1 ic=16 ih=13 iw=21 oc=16 kh=3 kw=3 ph=2 pw=0 g=16",
+           "conv2d mb=1 ic=16 ih=9 iw=11 oc=16 kh=3 kw=3 ph=3 pw=3 g=16",
+           "conv2d mb=1 ic=16 ih=13 iw=15 oc=16 kh=3 kw=3 sh=2 ph=0 g=16",
+           "conv2d mb=1 ic=16 ih=12 iw=16 oc=16 kh=3 kw=3 sh=2 ph=1 pw=3 g=16",
+           "conv2d mb=1 ic=16 ih=14 iw=14 oc=16 kh=3 kw=3 sh=2 ph=0 g=16",
+           "conv2d mb=2 ic=21 ih=14 iw=14 oc=21 kh=3 kw=3 ph=1 g=21 relu=fused",
+           "conv2d mb=2 ic=21 ih=14 iw=14 oc=21 kh=3 kw=3 sh=2 ph=1 g=21 relu=inplace",
+           "conv2d mb=2 ic=13 ih=7 iw=7 oc=13 kh=3 kw=3 ph=1 g=13 relu=separate",
+           "conv2d mb=2 ic=16 ih=28 iw=28 oc=16 kh=3 kw=3 sh=2 ph=1 g=16 relu=separate",
+           // x and y past the caches (the batch-32 regime), C % 8 ≠ 0 there too.
+           "conv2d mb=2 ic=64 ih=112 iw=112 oc=64 kh=3 kw=3 ph=1 g=64 relu=fused",
+           "conv2d mb=4 ic=60 ih=112 iw=112 oc=60 kh=3 kw=3 sh=2 ph=1 g=60 relu=separate",
+       })
+    lines.push_back(line);
+  const bool avx2 = cpu::best_isa() != cpu::Isa::scalar;
+  for (const std::string& line : lines)
+    for (int threads : {1, 2})
+      EXPECT_EQ(check_conforms(*blocked, parse_problem(line), Context{threads}), avx2) << line;
+  // What it declines, with conv2d.cpu.depthwise taking it instead.
+  for (const char* line : {"conv2d mb=1 ic=8 ih=9 iw=9 oc=8 kh=5 kw=5 ph=2 g=8",
+                           "conv2d mb=1 ic=8 ih=9 iw=9 oc=8 kh=3 kw=3 dh=2 dw=2 ph=2 g=8",
+                           "conv2d mb=1 ic=8 ih=9 iw=9 oc=8 kh=3 kw=3 sh=1 sw=2 ph=1 g=8"})
+    EXPECT_FALSE(check_conforms(*blocked, parse_problem(line))) << line;
 }
 
 TEST(Depthwise, MobileNetShapesTakeTheFastPaths) {

@@ -1,0 +1,257 @@
+// conv2d.cpu.depthwise_blocked — depthwise 3×3 convolution (G = C = K, stride 1 or 2 both
+// ways, dilation 1), f32, with the activations taken to stay in the channel-blocked layout
+// nChw8c ([N][C/8][H][W][8]) between layers, as conv2d.onednn.blocked takes them to stay in
+// oneDNN's: prepare() converts x from NCHW once, finish() converts y (and relu_dst) back,
+// both untimed; run() is the convolution alone, reading and writing nChw8c. The question it
+// answers: how our compute does against oneDNN's when neither pays for a layout change.
+//
+// Compute: the channels-as-lanes step of conv2d.cpu.depthwise's c8 path (depthwise_c8.h),
+// straight on the blocked tensors instead of on transposed bands: per image and group of 8
+// channels (one unit of work, split across the pool as that path splits its units), per
+// output row, the three input rows it reads are three pointers into x (a row of zeros for
+// the rows outside the image), the interior outputs — those whose three tap columns lie
+// inside the row — go kC8Step at a time through c8_outputs(), and the 1-2 outputs per row
+// whose taps reach into the left or right padding one at a time with the taps outside
+// skipped. Bias and relu=fused are in the store; relu=inplace/separate is a pass over the
+// blocked y inside run(), as conv2d.onednn.blocked keeps its ReLU pass in the timed part.
+// C % 8 ≠ 0: the last group is zero-padded (x, weights and bias lanes past C are 0), and
+// finish() copies back the channels that exist.
+//
+// Prediction (AVX2, per 8 outputs = 8 channels × 1 pixel): bytes, the blocked x and y once:
+// stride 1 32 B in + 32 B out, stride 2 128 B in + 32 B out — the same as NCHW; the c8 path
+// of conv2d.cpu.depthwise moves them twice more, through its bands (in L1). FLOPs: 144 (9
+// FMAs). Instructions: 9 FMAs, 1 store, and (kC8Step outputs sharing each loaded pixel) 4.2
+// loads at stride 1 (21 per 5), 6.5 at stride 2 (39 per 6): ~15-17, against ~25 (stride 1)
+// and ~40 (stride 2) for the c8 path with its transposes and ~13 for rows_s1. Bound: the
+// FMAs, 4.5 cycles per 8 outputs at 2 per cycle (loads, at 2 per cycle, 2.1-3.3 cycles), so
+// dw2 at batch 1 (50 k pixel-vectors) ~75 µs at 3 GHz; oneDNN's jit_dw:avx2 does the same 9
+// FMAs per output vector, so the prediction is parity (~1.0×) where both are FMA-bound, and
+// at batch 32 (x and y ~100 MB, past the caches) both bound by DRAM on the same bytes.
+//
+// Measured (2-core Zen 3 EPYC VM, AVX2, shared with other work while measured; one
+// `layerbench run` of the nine MobileNet depthwise shapes of cpu_targets at batch 1 and 32,
+// 1 and 2 threads, ratio = conv2d.onednn.blocked's time / ours, means): batch 1 1.21-2.29×
+// (dw2 on 1 thread 111 µs, ~2/3 of the FMA bound above; oneDNN 161 µs, further below it than
+// predicted); batch 32 1.05-2.65× except dw7 on 1 thread, 0.91×
+// (3.18 ms vs 2.9 ms; 1.12× in an earlier run of the same stride-2 code, so stride 2 at
+// batch 32, bound by DRAM on the same bytes as oneDNN, is parity within this VM's noise).
+// Against the c8 path of conv2d.cpu.depthwise on the same planes (batch 1, 1 thread): dw13
+// 9.5 µs vs 26 µs, dw14 28 µs vs 52 µs — the transposes were most of its time, as predicted.
+// Non-temporal y (stride 1, x and y past kStreamAbove), measured against plain stores in
+// alternating runs at batch 32: dw2 6.0 / 5.6 ms vs 6.9 / 8.0 (1 thread), dw4 and dw6 at 2
+// threads 5-30 % faster, dw8 / dw14 within the noise; at stride 2 (y a fifth of the bytes)
+// no gain (dw3 9.3 vs 8.3 ms), so it streams at stride 1 only. Not used: software prefetch
+// of the input (a row ahead + 2-64 KB): dw3 at batch 32 10-20 % slower than the hardware
+// prefetchers alone on these contiguous per-unit streams.
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/depthwise_c8.h"
+#include "kernels/cpu/kernels.h"
+#include "kernels/cpu/simd.h"
+
+namespace lb::cpu {
+namespace {
+
+// What every unit shares, fixed in prepare().
+struct Shape {
+  int64_t N = 0, C = 0, groups = 0;  // groups = ceil(C / 8)
+  int64_t H = 0, W = 0, P = 0, Q = 0, S = 1, PH = 0, PW = 0;
+  int64_t q_first = 0, q_end = 0;  // the interior outputs of a row: [q_first, q_end)
+  // y stored non-temporally (no read for ownership of the lines it overwrites whole): at
+  // stride 1 when x and y together outgrow the caches (kStreamAbove).
+  bool stream = false;
+};
+constexpr int64_t kStreamAbove = int64_t(8) << 20;  // bytes of x and y together
+
+// One output whose taps may reach outside the row (input column col0 + s for tap s): the
+// taps outside skipped.
+template <bool STREAM>
+LB_TARGET_AVX2 inline void edge_output(const float* const (&rows)[3], int64_t col0, int64_t W,
+                                       const __m256 (&wv)[3][3], const float* bias, bool relu, float* out) {
+  __m256 acc = _mm256_load_ps(bias);
+  for (int r = 0; r < 3; ++r)
+    for (int s = 0; s < 3; ++s)
+      if (col0 + s >= 0 && col0 + s < W)
+        acc = _mm256_fmadd_ps(_mm256_load_ps(rows[r] + 8 * (col0 + s)), wv[r][s], acc);
+  const __m256 v = relu ? _mm256_max_ps(acc, _mm256_setzero_ps()) : acc;
+  if constexpr (STREAM)
+    _mm256_stream_ps(out, v);
+  else
+    _mm256_store_ps(out, v);
+}
+
+// One image's group of 8 channels: x is its H×W×8 block, y its P×Q×8 block, wg / bg the
+// group's packed weights and bias, zero a row of W zero pixels.
+template <int S, bool STREAM>
+LB_TARGET_AVX2 inline void group(const Shape& sh, const float* x, float* y, const float* wg, const float* bg,
+                                 bool relu, const float* zero) {
+  constexpr int kStep = kC8Step[S - 1];
+  const int64_t W = sh.W, Q = sh.Q;
+  __m256 wv[3][3];
+  c8_weights(wg, wv);
+  for (int64_t p = 0; p < sh.P; ++p) {
+    const float* rows[3];
+    for (int r = 0; r < 3; ++r) {
+      const int64_t h = p * S - sh.PH + r;
+      rows[r] = h >= 0 && h < sh.H ? x + 8 * W * h : zero;
+    }
+    float* out = y + 8 * Q * p;
+    int64_t q = 0;
+    for (; q < std::min(sh.q_first, Q); ++q)
+      edge_output<STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + 8 * q);
+    for (; q + kStep <= sh.q_end; q += kStep)
+      c8_outputs<S, kStep, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + 8 * q);
+    if (q < sh.q_end) {
+      c8_last_outputs<S, kStep - 1, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + 8 * q, sh.q_end - q);
+      q = sh.q_end;
+    }
+    for (; q < Q; ++q)
+      edge_output<STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + 8 * q);
+  }
+}
+
+// Units [first, last) of the N·groups (image n, group g).
+__attribute__((target("avx2,fma"), flatten)) void units_avx2(const Shape& sh, const float* x, float* y,
+                                                             const float* wpack, const float* bpack,
+                                                             bool relu, const float* zero, int64_t first,
+                                                             int64_t last) {
+  const int64_t in = 8 * sh.H * sh.W, out = 8 * sh.P * sh.Q;
+  for (int64_t u = first; u < last; ++u) {
+    const int64_t g = u % sh.groups;
+    const float* xu = x + u * in;
+    float* yu = y + u * out;
+    const float *wg = wpack + 72 * g, *bg = bpack + 8 * g;
+    if (sh.S == 2)
+      group<2, false>(sh, xu, yu, wg, bg, relu, zero);
+    else if (sh.stream)
+      group<1, true>(sh, xu, yu, wg, bg, relu, zero);
+    else
+      group<1, false>(sh, xu, yu, wg, bg, relu, zero);
+  }
+  if (sh.stream) _mm_sfence();  // the non-temporal stores ordered before run() returns
+}
+
+// NCHW (C channels) ↔ nChw8c (groups of 8, the lanes past C zero) of `plane` = H·W pixels each.
+void to_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t groups, int64_t plane) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* s = src + (n * C + c) * plane;
+      float* d = dst + (n * groups + c / 8) * 8 * plane + c % 8;
+      for (int64_t i = 0; i < plane; ++i)
+        d[8 * i] = s[i];
+    }
+}
+void from_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t groups, int64_t plane) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const float* s = src + (n * groups + c / 8) * 8 * plane + c % 8;
+      float* d = dst + (n * C + c) * plane;
+      for (int64_t i = 0; i < plane; ++i)
+        d[i] = s[8 * i];
+    }
+}
+
+class CpuConv2dDepthwiseBlocked final : public Kernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
+    const Conv2d& c = p.conv();
+    if (!c.depthwise()) return "takes depthwise convolutions (g = ic = oc) only";
+    if (c.kh != 3 || c.kw != 3 || c.dh != 1 || c.dw != 1 || c.sh != c.sw || (c.sh != 1 && c.sh != 2))
+      return "3x3, stride 1 or 2 both ways, dilation 1 only (conv2d.cpu.depthwise takes the rest)";
+    if (best_isa() == Isa::scalar) return "needs AVX2 (best ISA here: scalar)";
+    return {};
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    const Conv2d& c = p.conv();
+    relu_ = p.relu;
+    sh_ = Shape{.N = c.mb,
+                .C = c.ic,
+                .groups = ceil_div(c.ic, 8),
+                .H = c.ih,
+                .W = c.iw,
+                .P = c.oh(),
+                .Q = c.ow(),
+                .S = c.sh,
+                .PH = c.ph,
+                .PW = c.pw};
+    // Interior outputs: tap columns q·S - PW .. q·S - PW + 2 all inside [0, W).
+    sh_.q_first = std::min(sh_.Q, ceil_div(sh_.PW, sh_.S));
+    sh_.q_end = sh_.W + sh_.PW < 3 ? 0 : std::min(sh_.Q, (sh_.W + sh_.PW - 3) / sh_.S + 1);
+    sh_.q_end = std::max(sh_.q_end, sh_.q_first);
+    sh_.stream =
+        sh_.S == 1 &&
+        int64_t(sizeof(float)) * sh_.N * 8 * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kStreamAbove;
+    pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));
+    const int64_t blocks = sh_.N * sh_.groups;
+    x_ = AlignedBuffer<float>(size_t(blocks * 8 * sh_.H * sh_.W));
+    y_ = AlignedBuffer<float>(size_t(blocks * 8 * sh_.P * sh_.Q));
+    if (relu_ == Relu::separate) r_ = AlignedBuffer<float>(y_.size());
+    zero_ = AlignedBuffer<float>(size_t(8 * sh_.W));
+    wpack_ = AlignedBuffer<float>(size_t(72 * sh_.groups));
+    bpack_ = AlignedBuffer<float>(size_t(8 * sh_.groups));
+    c8_pack(ts.at(Arg::wei).as<float>(), ts.at(Arg::bias).as<float>(), sh_.C, sh_.groups, wpack_.data(),
+            bpack_.data());
+    to_blocked(ts.at(Arg::src).as<float>(), x_.data(), sh_.N, sh_.C, sh_.groups, sh_.H * sh_.W);
+  }
+
+  void run(TensorSet&) override {
+    const int64_t units = sh_.N * sh_.groups;
+    const bool fused = relu_ == Relu::fused;
+    pool_->run([&](int tid, int n) {
+      const Range range = split(units, 1, tid, n);
+      if (range.first < range.last)
+        units_avx2(sh_, x_.data(), y_.data(), wpack_.data(), bpack_.data(), fused, zero_.data(), range.first,
+                   range.last);
+    });
+    if (relu_ != Relu::inplace && relu_ != Relu::separate) return;
+    // The ReLU pass over the blocked y, as relu_pass() does over a tensor (NaN kept).
+    float* dst = relu_ == Relu::inplace ? y_.data() : r_.data();
+    const float* src = y_.data();
+    const int64_t n = int64_t(y_.size());
+    pool_->run([&](int tid, int threads) {
+      const Range part = split(n, 1024, tid, threads);
+      for (int64_t i = part.first; i < part.last; ++i)
+        dst[i] = src[i] > 0.0f ? src[i] : (src[i] != src[i] ? src[i] : 0.0f);
+    });
+  }
+
+  void finish(TensorSet& ts) override {
+    const int64_t plane = sh_.P * sh_.Q;
+    from_blocked(y_.data(), ts.at(Arg::dst).as<float>(), sh_.N, sh_.C, sh_.groups, plane);
+    if (relu_ == Relu::separate)
+      from_blocked(r_.data(), ts.at(Arg::relu_dst).as<float>(), sh_.N, sh_.C, sh_.groups, plane);
+  }
+
+  void release() override {
+    pool_.reset();
+    for (AlignedBuffer<float>* b : {&x_, &y_, &r_, &zero_, &wpack_, &bpack_})
+      *b = AlignedBuffer<float>();
+  }
+
+  std::string details() const override {
+    return std::string("avx2, x and y nChw8c") + (sh_.stream ? ", y non-temporal" : "");
+  }
+
+  size_t scratch_bytes() const override {
+    return x_.bytes() + y_.bytes() + r_.bytes() + zero_.bytes() + wpack_.bytes() + bpack_.bytes();
+  }
+
+ private:
+  Relu relu_ = Relu::none;
+  Shape sh_;
+  // x and y (and relu_dst) in nChw8c, a row of zeros, packed weights and bias.
+  AlignedBuffer<float> x_, y_, r_, zero_, wpack_, bpack_;
+  std::unique_ptr<Pool> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_depthwise_blocked_conv2d() {
+  return std::make_unique<CpuConv2dDepthwiseBlocked>();
+}
+
+}  // namespace lb::cpu
