@@ -8,7 +8,7 @@
 # usage: scripts/gpu-check.sh OUTDIR [--budget SECONDS] [--dry-run]
 #   --budget   the whole check's time (default 570: one 600-second device command)
 #   --dry-run  every stage's logic on tiny problems, CPU kernels beside the GPU ones, in
-#              60 s (default), its last sweep cut by its box every time: for CI, on a
+#              90 s (default), its last sweep cut by its box every time: for CI, on a
 #              machine without a GPU (scripts/tests/gpu_check_test.sh)
 # Exit status: 0 when every test and check passed and no command failed; 1 otherwise
 # (a test that exits 77 is SKIPPED only where nvidia-smi sees no GPU); 2 for bad usage.
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$out" ] || usage
-if [ -z "$budget" ]; then budget=570 && [ $dry = 1 ] && budget=60; fi
+if [ -z "$budget" ]; then budget=570 && [ $dry = 1 ] && budget=90; fi
 case $budget in '' | *[!0-9]* | ? | 1?)
   echo "gpu-check: --budget '$budget': expected whole seconds, at least 20" >&2
   exit 2
@@ -60,7 +60,7 @@ lb=$bundle/bin/layerbench
 # and writes what it finished; one that ignores SIGINT is killed `grace` seconds later.
 # `reserve` is kept back from the stages for the last flush.
 start=$(date +%s)
-if [ $dry = 1 ]; then grace=3 reserve=4 min_cmd=4; else grace=8 reserve=15 min_cmd=20; fi
+if [ $dry = 1 ]; then grace=6 reserve=4 min_cmd=8; else grace=8 reserve=15 min_cmd=20; fi
 deadline=$((start + budget - reserve))
 status=0
 now() { date +%s; }
@@ -353,7 +353,7 @@ describe_lib() { # LABEL PATH: one line in environment.txt and the log
 }
 
 stage1() {
-  stage_begin 1 environment 10 45 20 || return 1
+  stage_begin 1 environment 10 45 35 || return 1
   local env=$out/environment.txt cpu memavail missing="" bin
   {
     echo "== machine"
@@ -521,7 +521,7 @@ fi
 
 # --- stage 2: tests --------------------------------------------------------------------
 stage2() {
-  stage_begin 2 tests 25 60 8 || return
+  stage_begin 2 tests 25 60 30 || return
   test_bin lb_cuda_smoke lb_cuda_smoke 1 9
   test_bin lb_gpu_own_tests lb_gpu_own_tests 3 6
   test_bin lb_gpu_tests lb_gpu_tests 3 3
@@ -538,7 +538,7 @@ stage2() {
 
 # --- stage 3: checks ---------------------------------------------------------------------
 stage3() {
-  stage_begin 3 checks 30 60 8 || return
+  stage_begin 3 checks 30 60 20 || return
   local i n=${#check_sources[@]} src t0 rc tmp=$work/check.out
   for ((i = 0; i < n; i++)); do
     src=${check_sources[$i]}
@@ -573,7 +573,7 @@ stage3() {
 
 # --- stage 4: GPU timed runs -------------------------------------------------------------
 stage4() {
-  stage_begin 4 gpu-runs 70 90 15 || return
+  stage_begin 4 gpu-runs 70 90 30 || return
   local gpu extra="" common=("${common[@]}")
   gpu=$(kernels gpu)
   [ $dry = 1 ] && extra=,$(kernels cpu) && common+=(--threads "$threads")

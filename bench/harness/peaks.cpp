@@ -591,7 +591,9 @@ std::string peaks_cache_path() {
   return base + "/layerbench/peaks-" + hostname() + ".json";
 }
 
-Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming) {
+Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming,
+                         const std::function<bool()>& stop) {
+  auto stopping = [&] { return stop && stop(); };
   check_oversubscription(threads);
   Peaks p;
   const std::string cpu = cpu_model();
@@ -641,13 +643,13 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
   bool measured = false;
   for (const Loop& loop : cpu_loops)
     for (int t : threads) {
-      if (have(p.peaks_, loop.kind, t)) continue;
+      if (have(p.peaks_, loop.kind, t) || stopping()) continue;
       p.peaks_.push_back(measure(loop, t));
       measured = true;
     }
   // The GPU's ceilings come from its runtime (cuBLASLt GEMMs and a copy: kernels/device.h).
   const DeviceRuntime& device = device_runtime(Device::gpu);
-  if (gpu && device.why_unavailable().empty()) {
+  if (gpu && device.why_unavailable().empty() && !stopping()) {
     bool have_gpu = false;
     for (const Peak& e : p.peaks_)
       have_gpu |= e.kind.rfind("gpu_", 0) == 0;

@@ -10,6 +10,7 @@
 // the memory level a case's data lives in.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,10 @@ class Peaks {
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
   // A contended cached peak is measured again when the machine is quiet now, unless
-  // `resuming` (a resumed run keeps its peaks).
-  static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming = false);
+  // `resuming` (a resumed run keeps its peaks). Once `stop()` says so (a signal: the run is
+  // ending), no further peak is measured; those measured are kept and cached.
+  static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming = false,
+                           const std::function<bool()>& stop = {});
   // The compute peak for a case of this dtype on this many threads or on the GPU: the
   // fastest engine measured for the dtype; nullptr when none applies (tf32 and f8 have no
   // CPU peak loop, f16 and bf16 none where the CPU lacks their instructions).

@@ -72,7 +72,8 @@ Peaks peaks_for(const std::vector<Case>& cases, bool remeasure, bool resuming) {
     if (c.unsupported.empty() && c.kernel->info.device == Device::cpu &&
         std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
       cpu_threads.push_back(c.threads);
-  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure, resuming);
+  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure, resuming,
+                            [] { return interrupted_by() != 0; });
 }
 
 // The GPU's model for the machine's identity; "" without one (the runtime then says
