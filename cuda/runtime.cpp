@@ -54,11 +54,6 @@ const Nvml& nvml() {
   return n;
 }
 
-// "9.19.0" from a library's version number (major * 10000 + minor * 100 + patch).
-std::string dotted(size_t v) {
-  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
-
 // The file a function was loaded from, resolved ("" where unknown): which copy of a shared
 // library ran — the toolkit's, the driver's or a Python package's. Looked up by name, so
 // that the address is the library's and not a stub in our binary.
@@ -71,6 +66,10 @@ std::string library_file(const char* function) {
 }
 
 }  // namespace
+
+std::string dotted_version(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
 
 const std::string& why_no_gpu() {
   static const std::string why = [] {
@@ -125,7 +124,7 @@ EventTimer::~EventTimer() {
 }
 
 void EventTimer::start() {
-  if (flags_) {
+  if (device_flags_) {
     volatile int* f = flags_;
     f[0] = 0;
     f[1] = 0;
@@ -146,13 +145,12 @@ double EventTimer::stop() {
   LB_CUDA_CHECK(cudaGetLastError());  // a kernel launched in between may have failed
   float ms = 0;
   LB_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)));
-  if (flags_ && reinterpret_cast<volatile int*>(flags_)[1]) {
+  if (device_flags_ && reinterpret_cast<volatile int*>(flags_)[1]) {
     std::fprintf(stderr,
                  "layerbench: the device-side hold before a timed run ended by its %.0f ms timeout (the run "
                  "waits for the device inside); this case is timed without it\n",
                  kHoldTimeoutNs * 1e-6);
-    cudaFreeHost(flags_);
-    flags_ = device_flags_ = nullptr;
+    device_flags_ = nullptr;  // the flags stay until the destructor: no freeing inside the timed loop
   }
   return ms * 1e-3;
 }
@@ -245,8 +243,9 @@ std::vector<std::pair<std::string, std::string>> gpu_context() {
     const std::string file = library_file(function);
     return file.empty() ? v : v + " (" + file + ")";
   };
-  c.emplace_back("layerbench_cublas_version", with_file(dotted(cublasLtGetVersion()), "cublasLtGetVersion"));
-  c.emplace_back("layerbench_cudnn_version", with_file(dotted(cudnnGetVersion()), "cudnnGetVersion"));
+  c.emplace_back("layerbench_cublas_version",
+                 with_file(dotted_version(cublasLtGetVersion()), "cublasLtGetVersion"));
+  c.emplace_back("layerbench_cudnn_version", with_file(dotted_version(cudnnGetVersion()), "cudnnGetVersion"));
   if (!why_no_gpu().empty()) {
     c.emplace_back("layerbench_gpu_model", "none (" + why_no_gpu() + ")");
     c.emplace_back("layerbench_gpu_driver", driver ? "CUDA driver API " + version(driver) : "none");

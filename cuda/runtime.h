@@ -47,8 +47,8 @@ class EventTimer {
  private:
   void* start_ = nullptr;
   void* stop_ = nullptr;
-  int* flags_ = nullptr;  // pinned, mapped: [0] release, [1] timed out; null: no hold
-  int* device_flags_ = nullptr;
+  int* flags_ = nullptr;         // pinned, mapped: [0] release, [1] timed out; null: no hold
+  int* device_flags_ = nullptr;  // their device view; null once the hold is off
   bool holding_ = false;
 };
 
@@ -87,6 +87,10 @@ class GpuUtilSampler {
   double sum_ = 0;
   int samples_ = 0;
 };
+
+// "9.19.0" from a CUDA library's version number (major * 10000 + minor * 100 + patch), as
+// cublasLtGetVersion() and cudnnGetVersion() return it.
+std::string dotted_version(size_t v);
 
 // Context entries: GPU model, clocks, driver, CUDA runtime, cuBLAS and cuDNN versions.
 std::vector<std::pair<std::string, std::string>> gpu_context();

@@ -20,6 +20,7 @@
 #include "cuda/cudnn/common.h"
 #include "cuda/cudnn/kernels.h"
 #include "cuda/gpu_kernel.h"
+#include "cuda/runtime.h"
 
 namespace lb::cuda {
 namespace {
@@ -41,17 +42,14 @@ const std::string& bf16_rnn_reason() {
   static const std::string why = [] {
     cudnnRNNDescriptor_t rnn = nullptr;
     cudnnDropoutDescriptor_t dropout = nullptr;
-    if (cudnnCreateRNNDescriptor(&rnn) != CUDNN_STATUS_SUCCESS ||
-        cudnnCreateDropoutDescriptor(&dropout) != CUDNN_STATUS_SUCCESS)
-      return std::string("cuDNN could not create an RNN descriptor");
-    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
-    set_rnn(rnn, CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_OP_MATH, 16, 16, 2, dropout, &s);
-    cudnnDestroyRNNDescriptor(rnn);
-    cudnnDestroyDropoutDescriptor(dropout);
+    cudnnStatus_t s = cudnnCreateRNNDescriptor(&rnn);
+    if (s == CUDNN_STATUS_SUCCESS) s = cudnnCreateDropoutDescriptor(&dropout);
+    if (s == CUDNN_STATUS_SUCCESS)
+      set_rnn(rnn, CUDNN_DATA_BFLOAT16, CUDNN_TENSOR_OP_MATH, 16, 16, 2, dropout, &s);
+    if (rnn) cudnnDestroyRNNDescriptor(rnn);
+    if (dropout) cudnnDestroyDropoutDescriptor(dropout);
     if (s == CUDNN_STATUS_SUCCESS) return std::string();
-    const size_t v = cudnnGetVersion();
-    return "cuDNN " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
-           std::to_string(v % 100) +
+    return "cuDNN " + dotted_version(cudnnGetVersion()) +
            " has no bf16 LSTM (cudnnSetRNNDescriptor_v8: " + cudnnGetErrorString(s) + ")";
   }();
   return why;
