@@ -52,6 +52,21 @@ dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layo
 
 constexpr float kProbeScale = 1.0f / 1024;  // i8 probes ask for output scales, as prepare() will
 
+// oneDNN 2.6 plans a window by walking it: on an AVX-512 host (a 2-core Zen 5 VM) asking for
+// an 8192x8192 filter over a 1x1 input padded by 8192 did not return from
+// dnnl_primitive_desc_iterator_create in two minutes (default and blocked; nchw 0.2 s; the
+// same line returns at once on AVX2 hosts). No network has a filter side past a few dozen,
+// so sides beyond this bound are declined, in every layout alike, before oneDNN is asked:
+// supports() must answer quickly on every host.
+constexpr int64_t kMaxFilterSide = 1024;
+
+std::string filter_reason(const Conv2d& c) {
+  if (c.kh <= kMaxFilterSide && c.kw <= kMaxFilterSide) return {};
+  return "a " + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+         " filter: oneDNN 2.6 takes minutes to plan a side past " + std::to_string(kMaxFilterSide) +
+         " on AVX-512 hosts, so it is not asked";
+}
+
 class OnednnConv2d final : public PlanKernel {
  public:
   explicit OnednnConv2d(Layouts layouts) : layouts_(layouts) {}
@@ -59,6 +74,7 @@ class OnednnConv2d final : public PlanKernel {
   std::string supports(const Problem& p) const override {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
     if (std::string why = size_reason(p); !why.empty()) return why;
+    if (std::string why = filter_reason(p.conv()); !why.empty()) return why;
     try {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
       const std::string impl = pd.impl_info_str();

@@ -51,6 +51,15 @@ TEST(Limits, OnednnDeclinesTensorsOver32BitCounts) {
               "onednn: src has 2^41.0 elements; oneDNN 2.6's CPU kernels count their work in 32-bit ints (at "
               "most 2^31 - 1)");
   }
+  // A filter side past 1024: oneDNN 2.6 took minutes planning it on an AVX-512 host.
+  for (const char* id : {"conv2d.onednn.default", "conv2d.onednn.nchw", "conv2d.onednn.blocked"})
+    EXPECT_EQ(registry().find(id)->supports(parse_problem(kEdgeLines[5])),
+              "onednn: a 8192x8192 filter: oneDNN 2.6 takes minutes to plan a side past 1024 on AVX-512 "
+              "hosts, so it is not asked");
+  EXPECT_EQ(registry()
+                .find("conv2d.onednn.default")
+                ->supports(parse_problem("conv2d mb=1 ic=1 ih=1024 iw=4 oc=1 kh=1024 kw=3 ph=0 pw=1 dt=f32")),
+            "");
   // Just under the bound is the library's to judge, as before.
   const Problem fits = parse_problem("dense mb=1 ic=1024 oc=1024");
   EXPECT_EQ(registry().find("dense.onednn.default")->supports(fits), "");
