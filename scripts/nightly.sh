@@ -6,7 +6,9 @@
 # exits 1 with an alert (Markdown: what regressed, by how much, the commit range) when the
 # newest run regressed. Cases the dashboard flags are measured once more right away (kept
 # beside the run as NAME.confirm.json.gz): a regression stands only when that measurement
-# shows it too, so one slow moment of a shared machine does not raise an alert.
+# shows it too, so one slow moment of a shared machine does not raise an alert. The run
+# probes the machine's steadiness (--steadiness 2): the dashboard says when other work shared
+# the cores.
 #
 #   LB_HISTORY    where the history goes: $LB_HISTORY/<machine>/<date>T<time>_<commit>.json.gz
 #                 (default ~/.local/share/layerbench/history: outside the repository; a
@@ -60,7 +62,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/lb-nightly.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # The defaults, each left out when the caller gives that flag (layerbench refuses a flag twice).
 defaults=(--suite bench/suites/nightly.txt --threads "1,$(nproc)" --repetitions 5,10 --rse 2 --case-time 2
-  --benchmark_min_time=0.25 --verify-macs 30000000)
+  --benchmark_min_time=0.25 --verify-macs 30000000 --steadiness 2)
 given() { for a in "${@:2}"; do case $a in "$1" | "$1"=*) return 0 ;; esac; done; return 1; }
 args=()
 i=0

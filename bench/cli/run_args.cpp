@@ -17,7 +17,7 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
       [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
       [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
       [--seed N] [--machine NAME] [--list] [--separable-baseline]
-      [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks]
+      [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks] [--steadiness SECONDS]
       [--rse 1] [--repetitions 3,20] [--case-time 2] [--budget SECONDS] [--benchmark_*...]
                                      time every kernel that supports each case (Google Benchmark
                                      inside; every --benchmark_* flag works). A case repeats until
@@ -32,6 +32,10 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      --budget: no case starts once SECONDS have passed since the
                                      start (peaks and warm-up included); the rest are written as
                                      not_run "not run: time budget", and --resume runs them;
+                                     --steadiness: probe the machine for SECONDS before the cases
+                                     and briefly before each (a core's FMA throughput and clock
+                                     in short windows; the results file's layerbench_steadiness
+                                     says whether other work shared the core);
                                      --list only lists the cases. An existing result is continued
                                      (--resume: same settings; --resume-force: any) or replaced
                                      (--overwrite), never silently; one run writes an --out at a time
@@ -181,7 +185,7 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
     }
   std::set<std::string> values = kSweepFlags;
   values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
-                 "repetitions", "case-time", "machine", "budget"});
+                 "repetitions", "case-time", "machine", "budget", "steadiness"});
   std::set<std::string> switches = kSweepSwitches;
   switches.insert({"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
   const Args a = parse_args("run", ours, values, switches);
@@ -211,6 +215,8 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
                     "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
   r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
   r.options.budget_seconds = number(a, "budget", 0, 0, "600 (seconds; 0: none)");
+  r.steadiness_seconds = number(a, "steadiness", 0, 0, "2 (seconds; 0: not measured)");
+  if (r.steadiness_seconds > 60) throw Error("--steadiness " + *a.get("steadiness") + ": at most 60 seconds");
   r.out = a.get("out").value_or("");
   if (a.get("out") && r.out.empty()) throw Error("--out '': expected a path ending in .json");
   r.resume_force = a.on("resume-force");

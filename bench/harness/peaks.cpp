@@ -17,6 +17,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <tuple>
 
 #include "bench/harness/probes.h"
 #include "bench/harness/sysinfo.h"
@@ -494,6 +495,49 @@ Peak measure(const Loop& loop, int threads) {
   return p;
 }
 
+// A dependent chain of scalar multiply-adds: each waits for the last, so the time is the
+// FMA latency times the count — the clock, whatever else shares the core's ports.
+__attribute__((noinline)) float clock_chain(long iters) {
+  float x = 1.0f;
+  for (long i = 0; i < iters; ++i) {
+    x = x * 0.99999994f + 1e-8f;
+    asm volatile("" : "+x"(x));  // one multiply-add per step, not folded
+  }
+  return x;
+}
+
+// Iterations of fn that take about `seconds` on one thread.
+long calibrate(const std::function<float(long)>& fn, double seconds) {
+  long iters = 1 << 10;
+  for (;;) {
+    const double t0 = wall_seconds();
+    volatile float sink = fn(iters);
+    (void)sink;
+    const double t = wall_seconds() - t0;
+    if (t > seconds / 4 || iters > (1L << 34))
+      return std::max(1L, long(double(iters) * seconds / std::max(t, 1e-9)));
+    iters *= 4;
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// 1.4826 x the median absolute deviation of log(t): a standard deviation that a few
+// outlying windows do not move, as a fraction.
+double robust_log_sd(const std::vector<double>& times) {
+  std::vector<double> logs;
+  for (double t : times)
+    logs.push_back(std::log(t));
+  const double m = median(logs);
+  for (double& x : logs)
+    x = std::abs(x - m);
+  return 1.4826 * median(logs);
+}
+
 namespace fs = std::filesystem;
 
 // Where the cache goes when peaks_cache_path() cannot be written: the temporary
@@ -681,6 +725,61 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
   }
   if (p.path_.empty()) p.path_ = "none";
   return p;
+}
+
+SteadinessProbe::SteadinessProbe() {
+  std::vector<Loop> all = loops();
+  const auto fma = std::find_if(all.begin(), all.end(), [](const Loop& l) { return l.kind == "f32_fma"; });
+  if (fma == all.end()) return;
+  throughput_ = [fn = fma->fn](long n) { return fn(0, n); };
+  fma_how_ = fma->how;
+  clock_probe_ = clock_chain;
+  fma_iters_ = calibrate(throughput_, kWindowSeconds);
+  clock_iters_ = calibrate(clock_probe_, kWindowSeconds);
+}
+
+void SteadinessProbe::window() {
+  if (!throughput_) return;
+  for (auto [fn, iters, out] :
+       {std::tuple{&throughput_, fma_iters_, &fma_}, std::tuple{&clock_probe_, clock_iters_, &clock_}}) {
+    const double t0 = wall_seconds();
+    volatile float sink = (*fn)(iters);
+    (void)sink;
+    out->push_back(wall_seconds() - t0);
+  }
+}
+
+void SteadinessProbe::probe(double seconds, const std::function<bool()>& stop) {
+  const int windows = std::max(8, int(seconds / (2 * kWindowSeconds)));
+  for (int w = 0; w < windows && !(stop && stop()); ++w)
+    window();
+  start_windows_ = int(fma_.size());
+}
+
+Steadiness SteadinessProbe::summary() const {
+  Steadiness st;
+  st.windows = int(fma_.size());
+  if (!throughput_) {
+    st.how = "not measured: no FMA loop on this CPU";
+    return st;
+  }
+  if (st.windows == 0) {
+    st.how = "not measured: interrupted";
+    return st;
+  }
+  const double middle = median(fma_);
+  const auto [fastest, slowest] = std::minmax_element(fma_.begin(), fma_.end());
+  st.window_seconds = middle;
+  st.fma_spread = robust_log_sd(fma_);
+  st.fma_slowest = *slowest / middle;
+  st.fma_fastest = *fastest / middle;
+  st.clock_spread = robust_log_sd(clock_);
+  st.how = std::to_string(start_windows_) + " windows before the cases and " +
+           std::to_string(st.windows - start_windows_) + " between them (one before each case), each " +
+           fma_how_ + " on one thread then a dependent chain of scalar multiply-adds, ~" +
+           std::to_string(int(1000 * kWindowSeconds)) +
+           " ms apiece; spreads are robust SDs (1.4826 x MAD) of log(window time)";
+  return st;
 }
 
 namespace {

@@ -62,6 +62,41 @@ class Peaks {
   std::string path_;
 };
 
+// How steady the machine is (--steadiness): one core's f32 FMA throughput (the peak loop,
+// independent chains) and its clock (a dependent chain of scalar multiply-adds:
+// latency-bound, so only the clock moves it), each timed in ~20 ms windows, alternating —
+// for a while before the cases and once before each case, so that the spread covers the
+// whole run. On a core of its own both stay within a few per cent; where another workload
+// shares the core (a VM's SMT sibling) the throughput moves and the clock does not.
+// Spreads are robust standard deviations (1.4826 x MAD) of log(window time), as fractions.
+struct Steadiness {
+  int windows = 0;
+  double window_seconds = 0;  // the throughput probe's median window time
+  double fma_spread = 0;      // throughput windows' robust SD
+  double fma_slowest = 0;     // the slowest window over the median (>= 1)
+  double fma_fastest = 0;     // the fastest window over the median (<= 1)
+  double clock_spread = 0;    // clock windows' robust SD
+  std::string how;
+};
+
+class SteadinessProbe {
+ public:
+  static constexpr double kWindowSeconds = 0.02;  // per probe per window
+  SteadinessProbe();                              // calibrates both probes (~0.1 s)
+  // Windows for about `seconds` (at least 8), before the cases; stops once stop() says so.
+  void probe(double seconds, const std::function<bool()>& stop = {});
+  void window();  // one window of each probe (~40 ms)
+  Steadiness summary() const;
+
+ private:
+  std::function<float(long)> throughput_;
+  std::function<float(long)> clock_probe_;
+  std::string fma_how_;
+  long fma_iters_ = 0, clock_iters_ = 0;
+  std::vector<double> fma_, clock_;  // window times (s)
+  int start_windows_ = 0;
+};
+
 std::string peaks_cache_path();
 bool is_bandwidth(const std::string& kind);  // a bandwidth peak (B/s), not an operation rate  //
                                              // $LAYERBENCH_PEAKS, else ~/.cache/layerbench/peaks-<host>.json

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "bench/cli/args.h"
@@ -111,6 +112,18 @@ Json peaks_as_json(const Peaks& peaks) {
                    {"method", p.how}});
   }
   return all;
+}
+
+// The steadiness probe in one line, for stderr.
+std::string steadiness_line(const Steadiness& st) {
+  if (st.windows == 0) return st.how;
+  char buf[256];
+  std::snprintf(
+      buf, sizeof buf,
+      "one core's FMA throughput varied %.1f %% (slowest window %.2fx the median), its clock %.1f %% "
+      "(%d windows)",
+      100 * st.fma_spread, st.fma_slowest, 100 * st.clock_spread, st.windows);
+  return buf;
 }
 
 // The results file's context: machine, build, libraries (the GPU's and CUDA's when the
@@ -313,8 +326,22 @@ int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, RunLog* log) {
   std::ostream& summary = args.gbench_format ? std::cerr : std::cout;
   summary << "\n" << cpu_gpu_table(reporter.runs());
   const std::string& out = args.out;
+  Json context = reporter.context();
+  if (const SteadinessProbe* probe = args.options.steadiness) {
+    const Steadiness st = probe->summary();
+    std::fprintf(stderr, "layerbench: steadiness over the run: %s\n", steadiness_line(st).c_str());
+    if (context.is_object())
+      context["layerbench_steadiness"] = Json{
+          {"windows", st.windows},
+          {"window_s", st.window_seconds},
+          {"fma_spread", st.fma_spread},
+          {"fma_slowest", st.fma_slowest},
+          {"fma_fastest", st.fma_fastest},
+          {"clock_spread", st.clock_spread},
+          {"method", st.how}}.dump();
+  }
   if (log) {
-    log->write_results(reporter.context());  // from the log: whole cases only, this run's and before
+    log->write_results(context);  // from the log: whole cases only, this run's and before
     summary << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
   }
   if (const int signo = interrupted_by()) {
@@ -354,6 +381,16 @@ int run_command(const std::vector<std::string>& argv) {
   else if (continuing && !agree)
     log->append_settings(settings);
   args.options.peaks = &peaks;
+  // The machine's steadiness: probed after the peaks (which may take the cores for a
+  // while) and before the cases, then once before each case; summed up at the end.
+  std::optional<SteadinessProbe> steadiness;
+  if (args.steadiness_seconds > 0 && interrupted_by() == 0) {
+    steadiness.emplace();
+    steadiness->probe(args.steadiness_seconds, [] { return interrupted_by() != 0; });
+    std::fprintf(stderr, "layerbench: steadiness before the cases: %s\n",
+                 steadiness_line(steadiness->summary()).c_str());
+    args.options.steadiness = &*steadiness;
+  }
   add_context(args, peaks, cases);
   return run_cases(cases, args, log.get());
 }

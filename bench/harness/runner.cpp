@@ -326,7 +326,10 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     return state.SkipWithError(c.notes.reason.c_str());
   }
   Active& a = active();
-  if (a.c != &c) set_up(c, o);
+  if (a.c != &c) {
+    if (o.steadiness) o.steadiness->window();
+    set_up(c, o);
+  }
   state.SetLabel(print(c.problem));
   if (!a.error.empty()) return skip(state, c, a.error.c_str());
   if (a.repetitions_done) return idle_call(state);

@@ -55,6 +55,8 @@ struct RunOptions {
   // limit); those left are written as not_run, kBudgetReason, and --resume runs them.
   double budget_seconds = 0;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // --steadiness: one window of the probe before each case starts (null: not probed).
+  SteadinessProbe* steadiness = nullptr;
 };
 inline constexpr const char* kBudgetReason = "not run: time budget";
 // After a case on a device fails, the harness asks the device whether it still works

@@ -124,5 +124,18 @@ if [ "$measured" -gt 0 ] 2>/dev/null && [ "$skipped" = 0 ]; then passes=$((passe
   echo "FAIL: --resume after --budget: $measured measured entries, $skipped still not run"
 fi
 
+# --steadiness: the machine probed before the cases, the numbers in the context.
+steady=(run --problem "dense mb=1 ic=8 oc=8" --backend ref --benchmark_min_time=0.002 --case-time 0.02)
+expect 2 "^layerbench: --steadiness -1: expected a number" -- "$lb" "${steady[@]}" --steadiness -1
+expect 2 "^layerbench: --steadiness 61: at most 60 seconds" -- "$lb" "${steady[@]}" --steadiness 61
+expect 0 "steadiness over the run: one core's FMA throughput varied [0-9.]+ %.*its clock [0-9.]+ % \([0-9]+ windows\)" -- \
+  "$lb" "${steady[@]}" --steadiness 0.2 --out "$tmp/s.json"
+if /usr/bin/python3 -c 'import json, sys; s = json.loads(json.load(open(sys.argv[1]))["context"]["layerbench_steadiness"])
+sys.exit(not (s["windows"] >= 8 and s["fma_spread"] >= 0 and s["clock_spread"] >= 0 and s["fma_slowest"] >= 1 >= s["fma_fastest"] > 0))' \
+  "$tmp/s.json"; then passes=$((passes + 1)); else
+  failures=$((failures + 1))
+  echo "FAIL: --steadiness 0.2: no plausible layerbench_steadiness in the context"
+fi
+
 echo "cli: $passes passed, $failures failed"
 [ "$failures" = 0 ]

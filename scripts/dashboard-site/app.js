@@ -158,6 +158,7 @@
     if (M.noise != null && judged && !run.busy) {  // the smallest change this run could show
       v.textContent += ` Its case-to-case noise: ±${(100 * M.noise).toFixed(0)} % of each case's median.`;
     }
+    if (run.steadiness) v.textContent += ` The machine over its run: ${run.steadiness}.`;
   }
 
   const FILTERS = ['op', 'backend', 'dtype', 'device'];

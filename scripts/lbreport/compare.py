@@ -45,7 +45,7 @@ from .analysis import MEMORY_FLOOR_BYTES
 from .results import LoadError, load
 from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_time
 from .verdicts import (DEFAULT_MAX_LOAD_PER_CORE, NOISE_MAX_BAND, finite_fraction, noise_text, run_noise, run_shift,
-                       too_noisy, within_noise)
+                       steadiness_text, too_noisy, within_noise)
 
 # (key, label, gated, formatter of one value)
 METRICS = [
@@ -265,6 +265,9 @@ def main(argv=None):
         print(f"compare: run-wide shift: every case ×{shift[0]:.3f} ({shift[1]} of {shift[2]} cases moved by more "
               f"than {args.threshold:.0%} the same way) — a machine change (clock, governor, microcode, a busy "
               "neighbour) or a change that slows everything, reported once; cases are judged relative to it")
+    for which, r in (("A", a_run), ("B", b_run)):
+        if steadiness_text(r):
+            print(f"compare: {which}'s machine: {steadiness_text(r)}")
     if noise and too_noisy(noise):
         print(f"compare: the two runs' noise, case to case: {noise_text(noise)}: past ±{NOISE_MAX_BAND:.0%}, no "
               "case's time is judged (on such a machine unchanged cases stray beyond any band; compare runs of a "

@@ -66,7 +66,7 @@ from collections import defaultdict
 
 from . import stats
 from .results import Complaints, load_many
-from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_band, run_noise, run_shift
+from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_band, run_noise, run_shift, steadiness_text
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
 CHART_JS = os.path.join("node_modules", "chart.js", "dist", "chart.umd.js")
@@ -186,7 +186,7 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
         run_rows.append({"index": i, "id": slug(r.name), "date": r.date, "month": (r.date or "undated")[:7],
                          "host": r.host, "machine": r.machine, "commit": r.commit, "prev_commit": prev,
                          "commits_url": compare_url(repo, prev, r.commit), "cpu": r.cpu_model, "gpu": r.gpu_model,
-                         "file": os.path.basename(r.path), "busy": r.busy(max_load),
+                         "file": os.path.basename(r.path), "busy": r.busy(max_load), "steadiness": steadiness_text(r),
                          "href": f"runs/{slug(r.machine)}/{slug(r.name)}.html"})
     cases = {}
     for i, r in enumerate(runs):
@@ -385,6 +385,8 @@ def run_page(run, row, cases, all_runs):
     commits = (f"<p>Commits since the previous run: <a class=\"commits\" href=\"{e(row['commits_url'])}\">"
                f"{e(row['prev_commit'])}…{e(row['commit'])}</a></p>" if row["commits_url"] else "")
     busy = f"<p class=\"busy\">Busy at the start: {e(row['busy'])} — its times are not judged.</p>" if row["busy"] else ""
+    if row["steadiness"]:
+        busy += f"<p class=\"steadiness\">The machine over the run: {e(row['steadiness'])}.</p>"
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>layerbench run {e(row['id'])}</title>
 <link rel="stylesheet" href="../../style.css"></head>
@@ -528,7 +530,8 @@ def main(argv=None):
         print(f"dashboard: {m['name']}: {len(m['runs'])} runs, {len(m['cases'])} cases; newest run "
               f"{m['runs'][-1]['id']}: {judged}" + (f"; run-wide shift ×{m['shift']['factor']:.3f}" if m["shift"] else "")
               + (f"; its case-to-case noise ±{m['noise']:.0%} (k robust SDs: smaller changes cannot be judged)"
-                 if m["noise"] is not None else ""))
+                 if m["noise"] is not None else "")
+              + (f"; its machine: {m['runs'][-1]['steadiness']}" if m["runs"][-1]["steadiness"] else ""))
     if dropped:
         print(f"dashboard: {dropped} runs older than {args.keep_months} months before their machine's newest are "
               "left out (retention)")

@@ -293,6 +293,21 @@ class Run:
             return f"load average {la:.2f} at the start on {n} cores (more than {max_load_per_core:g} per core)"
         return ""
 
+    @property
+    def steadiness(self) -> dict | None:
+        """`layerbench run --steadiness`'s probe of the machine at the start (a dict with
+        windows, fma_spread, fma_slowest, fma_fastest, clock_spread, method), or None."""
+        v = self.context.get("layerbench_steadiness")
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                return None
+        if not isinstance(v, dict) or not all(isinstance(v.get(k), (int, float)) for k in ("windows", "fma_spread",
+                                                                                           "clock_spread")):
+            return None
+        return v if v["windows"] > 0 else None
+
     def peaks(self) -> list[Peak]:
         structured = _structured_peaks(self.context.get("layerbench_peaks"))
         if structured is not None:

@@ -33,6 +33,30 @@ NOISE_MIN_CASES = 8
 NOISE_MAX_BAND = 0.25
 
 
+# `layerbench run --steadiness`: one core's FMA throughput and its clock, timed in ~20 ms
+# windows before the cases and before each case. A throughput that moves this many times more than the clock is
+# another workload on the same core (a VM's SMT sibling): the clock probe is the yardstick
+# of the probe's own jitter, measured at the same time, so no absolute bound is assumed.
+# Measured on the 2-core Zen 3 VM (2026-12-01): quiet stretches 1.0-4.2 % throughput against
+# 0.8-3.1 % clock; a busy one 11.7 % against 3.0 % (windows up to 1.7x the median).
+SHARED_CORE_RATIO = 3.0
+
+
+def steadiness_text(run) -> str:
+    """One line on how steady the machine was over the run ("" when not probed)."""
+    st = run.steadiness
+    if st is None:
+        return ""
+    fma, clock = st["fma_spread"], st["clock_spread"]
+    slowest = st.get("fma_slowest")
+    text = (f"one core's FMA throughput varied ±{fma:.1%} (robust SD of {st['windows']} windows over the run"
+            + (f", slowest {slowest:.2f}× the median" if isinstance(slowest, (int, float)) else "")
+            + f"), its clock ±{clock:.1%}")
+    if fma > SHARED_CORE_RATIO * max(clock, 1e-4):
+        return text + ": other work shares the core (the throughput moved, the clock did not)"
+    return text + ": the core was steady"
+
+
 def finite_fraction(text: str, name: str):
     """argparse type for a fraction >= 0 (a threshold, a change): NaN, inf and negatives refused."""
     import argparse

@@ -51,6 +51,11 @@ const controlHistory = path.join(tmp, 'history-without-newest');
 fs.cpSync(history, controlHistory, { recursive: true });
 const nights = fs.readdirSync(path.join(controlHistory, MACHINE)).sort();
 fs.rmSync(path.join(controlHistory, MACHINE, nights.at(-1)));
+// The control's newest night probed the machine (`layerbench run --steadiness`): a shared core.
+const steadyFile = path.join(controlHistory, MACHINE, nights.at(-2));
+const steadyDoc = JSON.parse(fs.readFileSync(steadyFile, 'utf8'));
+steadyDoc.context.layerbench_steadiness = JSON.stringify({ windows: 50, fma_spread: 0.117, fma_slowest: 1.71, clock_spread: 0.03 });
+fs.writeFileSync(steadyFile, JSON.stringify(steadyDoc));
 
 // The dashboard builds first: it runs `npm ci` when node_modules is missing, which brings
 // playwright-core too. With regressions it exits 1 and writes the alert; without, 0 and none.
@@ -214,6 +219,9 @@ try {
   check((await page.textContent('#verdict')).startsWith('No regression in the newest run'),
     'without the planted run, "no regression" is shown', await page.textContent('#verdict'));
   check(await page.isHidden('#regressions'), 'and the table is hidden');
+  check((await page.textContent('#verdict')).includes("The machine over its run: one core's FMA throughput varied " +
+    '±11.7% (robust SD of 50 windows over the run, slowest 1.71× the median), its clock ±3.0%: other work shares the core'),
+    "the newest run's steadiness probe is on the verdict line", await page.textContent('#verdict'));
   const controlUnjudged = !(await page.isHidden('#unjudged-box'));
   check((await page.getAttribute('#verdict', 'class')).includes(controlUnjudged ? 'unknown' : 'ok'),
     'green only when every change could be judged', `${await page.getAttribute('#verdict', 'class')}, unjudged: ${controlUnjudged}`);

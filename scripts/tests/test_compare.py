@@ -3,6 +3,7 @@
 decides where repetitions allow, newly failing cases count, broken files are one line."""
 
 import copy
+import json
 import unittest
 
 from helpers import TempDir, fixture, load_json, scaled, script, write_results
@@ -129,6 +130,24 @@ class Compare(unittest.TestCase):
         self.assertIn("cannot judge (busy machine: B load average 5.00 at the start on 2 cores", p.stdout)
         self.assertIn("--max-load", script("compare", "--help").stdout)
         self.assertEqual(self.compare(b, "--max-load", "3").returncode, 1)
+
+    def test_machine_steadiness_is_reported(self):
+        """--steadiness's probe: a throughput that moved 3x more than the clock is a shared core."""
+        b = copy.deepcopy(self.cpu)
+        b["context"]["layerbench_steadiness"] = json.dumps(
+            {"windows": 50, "window_s": 0.02, "fma_spread": 0.117, "fma_slowest": 1.71, "fma_fastest": 0.8,
+             "clock_spread": 0.030, "method": "test"})
+        a = copy.deepcopy(self.cpu)
+        a["context"]["layerbench_steadiness"] = json.dumps(
+            {"windows": 50, "fma_spread": 0.019, "fma_slowest": 1.12, "clock_spread": 0.015})
+        out = self.compare(b, a_doc=a).stdout
+        self.assertIn("compare: B's machine: one core's FMA throughput varied ±11.7% (robust SD of 50 windows over "
+                      "the run, slowest 1.71× the median), its clock ±3.0%: other work shares the core", out)
+        self.assertIn("compare: A's machine: one core's FMA throughput varied ±1.9%", out)
+        self.assertIn("its clock ±1.5%: the core was steady", out)
+        # Not probed, or not a probe's numbers: nothing said.
+        b["context"]["layerbench_steadiness"] = "{not json"
+        self.assertNotIn("machine: one core", self.compare(b).stdout)
 
     def test_run_wide_shift_is_one_finding(self):
         b = copy.deepcopy(self.cpu)

@@ -107,6 +107,29 @@ class Site(unittest.TestCase):
             self.assertIn("2026-11-09T020000_x.json: truncated", p.stderr)
             self.assertIn("3 runs", p.stdout)
 
+    def test_machine_steadiness_is_shown(self):
+        """--steadiness's probe of the newest run: on the summary line, the page's data and the run's page."""
+        with TempDir() as tmp:
+            hist = os.path.join(tmp, "history")
+            shutil.copytree(os.path.join(HISTORY, "vm-intel"), hist)
+            newest = sorted(glob.glob(os.path.join(hist, "*.json")))[-1]
+            with open(newest, encoding="utf-8") as f:
+                doc = json.load(f)
+            doc["context"]["layerbench_steadiness"] = json.dumps(
+                {"windows": 50, "fma_spread": 0.134, "fma_slowest": 1.36, "clock_spread": 0.026})
+            with open(newest, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            site = os.path.join(tmp, "site")
+            p = script("dashboard", "--history", hist, "--out", site)
+            shared = ("one core's FMA throughput varied ±13.4% (robust SD of 50 windows over the run, slowest 1.36× "
+                      "the median), its clock ±2.6%: other work shares the core (the throughput moved, the clock did not)")
+            self.assertIn("its machine: " + shared, p.stdout)
+            runs = data_of(site)["machines"][0]["runs"]
+            self.assertEqual([r["steadiness"] for r in runs], ["", "", shared])
+            self.assertIn(f"The machine over the run: {shared}.".replace("'", "&#x27;"),
+                          read(os.path.join(site, runs[-1]["href"])))
+            self.assertNotIn("The machine at the start", read(os.path.join(site, runs[0]["href"])))
+
     def test_no_history(self):
         p = script("dashboard", "--history", "/nonexistent/history", "--out", "/nonexistent/site")
         self.assertEqual(p.returncode, 2)
