@@ -61,9 +61,10 @@ std::vector<Case> cases_to_run(std::vector<Case> all, const RunLog* log, const s
   return cases;
 }
 
-bool any_gpu_case(const std::vector<Case>& cases) {
-  return std::any_of(cases.begin(), cases.end(), [](const Case& c) {
-    return c.unsupported.empty() && c.kernel->info.device == Device::gpu;
+// Whether a case runs a GPU kernel (only those the kernel supports, or any).
+bool any_gpu_case(const std::vector<Case>& cases, bool supported_only = true) {
+  return std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
+    return (!supported_only || c.unsupported.empty()) && c.kernel->info.device == Device::gpu;
   });
 }
 
@@ -135,9 +136,7 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
     benchmark::AddCustomContext(key, value);
   // Whenever the run holds a GPU kernel, measured or not: a GPU case that could not run
   // says why in its entry, and the context says which GPU, driver and libraries it met.
-  const bool gpu_kernels = std::any_of(cases.begin(), cases.end(),
-                                       [](const Case& c) { return c.kernel->info.device == Device::gpu; });
-  if (gpu_kernels)
+  if (any_gpu_case(cases, false))
     for (const auto& [key, value] : device_runtime(Device::gpu).context())
       benchmark::AddCustomContext(key, value);
   for (const auto& [key, value] : this_machine(args).facts)

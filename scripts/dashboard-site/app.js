@@ -117,7 +117,7 @@
         `${short(run.prev_commit)}…${short(run.commit)}`) : `${short(run.prev_commit)}…${short(run.commit)}`;
       body.append(el('tr', { class: 'regression' },
         el('td', {}, link, ' ', jump), el('td', {}, r.metric), el('td', {}, fmt(r.value, r.unit)),
-        el('td', {}, fmt(r.median, r.unit)), el('td', {}, fmt(r.mad, r.unit)), el('td', {}, fmt(r.limit, r.unit)),
+        el('td', {}, fmt(r.median, r.unit)), el('td', {}, fmt(r.spread, r.unit)), el('td', {}, fmt(r.limit, r.unit)),
         el('td', {}, `${r.ratio.toFixed(2)}×`), el('td', {}, String(r.runs)), el('td', {}, commits)));
     }
     $('regressions').hidden = !regs.length;

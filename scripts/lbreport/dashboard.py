@@ -234,7 +234,8 @@ def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None, noise=None
               "the run's case-to-case noise": m * (noise_band(noise, k) or 0.0)}
     widest = max(halves, key=halves.get)
     half = max(halves[widest], k * 0.01 * m)
-    d.update(median=m, mad=half / k, limit=max(m + half, (1 + min_change) * m),
+    # spread: the band's half-width over k (the page's s), whichever spread set it
+    d.update(median=m, spread=half / k, limit=max(m + half, (1 + min_change) * m),
              low=min(m - half, (1 - min_change) * m))
     if m <= 0:
         return "", d
@@ -284,7 +285,7 @@ def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", 
                 continue
             m = det.get("median")
             out.append({"case": d["id"], "name": d["name"], "metric": label, "unit": unit, "value": now[key],
-                        "median": m, "mad": det.get("mad"), "limit": det.get("limit"),
+                        "median": m, "spread": det.get("spread"), "limit": det.get("limit"),
                         "ratio": now[key] / m if m else None, "runs": det["runs"], "run": last_run,
                         "again": det.get("again"),
                         "verdict": verdict, "why": det.get("why", "")})
