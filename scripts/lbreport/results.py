@@ -295,7 +295,7 @@ class Run:
 
     @property
     def steadiness(self) -> dict | None:
-        """`layerbench run --steadiness`'s probe of the machine at the start (a dict with
+        """`layerbench run --steadiness`'s probe of the machine over the run (a dict with
         windows, fma_spread, fma_slowest, fma_fastest, clock_spread, method), or None."""
         v = self.context.get("layerbench_steadiness")
         if isinstance(v, str):

@@ -34,9 +34,10 @@ NOISE_MAX_BAND = 0.25
 
 
 # `layerbench run --steadiness`: one core's FMA throughput and its clock, timed in ~20 ms
-# windows before the cases and before each case. A throughput that moves this many times more than the clock is
-# another workload on the same core (a VM's SMT sibling): the clock probe is the yardstick
-# of the probe's own jitter, measured at the same time, so no absolute bound is assumed.
+# windows before the cases and before each case. A throughput that moves this many times
+# more than the clock is another workload on the same core (a VM's SMT sibling): the clock
+# probe is the yardstick of the probe's own jitter, measured at the same time, so no
+# absolute bound is assumed.
 # Measured on the 2-core Zen 3 VM (2026-12-01): quiet stretches 1.0-4.2 % throughput against
 # 0.8-3.1 % clock; a busy one 11.7 % against 3.0 % (windows up to 1.7x the median).
 SHARED_CORE_RATIO = 3.0
