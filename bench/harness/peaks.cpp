@@ -433,6 +433,21 @@ double thread_cpu_seconds() {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 
+// Iterations of fn that take about `seconds` on one thread, from `first` up by 4x until
+// one try takes a quarter of that.
+long calibrate(const std::function<float(long)>& fn, double seconds, long first = 1 << 10) {
+  long iters = first;
+  for (;;) {
+    const double t0 = wall_seconds();
+    volatile float sink = fn(iters);
+    (void)sink;
+    const double t = wall_seconds() - t0;
+    if (t > seconds / 4 || iters > (1L << 34))
+      return std::max(1L, long(double(iters) * seconds / std::max(t, 1e-9)));
+    iters *= 4;
+  }
+}
+
 // A repetition counts only if every thread had its core to itself (its CPU time at
 // least 90 % of the wall time): a peak measured beside other work is no peak. If no
 // repetition is clean, the best is returned marked as contended — and cached so, rather
@@ -448,15 +463,9 @@ Peak measure(const Loop& loop, int threads) {
   std::fputs("...", stderr);
   std::fflush(stderr);
   const double ops_per_iteration = loop.set_up(running);
-  long iters = loop.first_iters;  // calibrate to ~0.25 s per repetition (streams ~0.1 s)
-  for (;;) {
-    const double t0 = wall_seconds();
-    volatile float sink = loop.fn(0, iters);
-    (void)sink;
-    if (wall_seconds() - t0 > 0.05 || iters > (1L << 34)) break;
-    iters *= 4;
-  }
-  iters *= loop.bytes ? 2 : 5;  // streams: ~0.1 s per repetition is plenty for a bandwidth
+  // ~0.25 s per repetition (streams ~0.1 s: plenty for a bandwidth)
+  const long iters =
+      calibrate([&](long n) { return loop.fn(0, n); }, loop.bytes ? 0.1 : 0.25, loop.first_iters);
   double best_clean = 0, best_any = 0, worst_share = 1;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<std::thread> pool;
@@ -504,20 +513,6 @@ __attribute__((noinline)) float clock_chain(long iters) {
     asm volatile("" : "+x"(x));  // one multiply-add per step, not folded
   }
   return x;
-}
-
-// Iterations of fn that take about `seconds` on one thread.
-long calibrate(const std::function<float(long)>& fn, double seconds) {
-  long iters = 1 << 10;
-  for (;;) {
-    const double t0 = wall_seconds();
-    volatile float sink = fn(iters);
-    (void)sink;
-    const double t = wall_seconds() - t0;
-    if (t > seconds / 4 || iters > (1L << 34))
-      return std::max(1L, long(double(iters) * seconds / std::max(t, 1e-9)));
-    iters *= 4;
-  }
 }
 
 double median(std::vector<double> v) {

@@ -52,12 +52,12 @@ dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layo
 
 constexpr float kProbeScale = 1.0f / 1024;  // i8 probes ask for output scales, as prepare() will
 
-// oneDNN 2.6 plans a window by walking it: on an AVX-512 host (a 2-core Zen 5 VM) asking for
-// an 8192x8192 filter over a 1x1 input padded by 8192 did not return from
-// dnnl_primitive_desc_iterator_create in two minutes (default and blocked; nchw 0.2 s; the
-// same line returns at once on AVX2 hosts). No network has a filter side past a few dozen,
-// so sides beyond this bound are declined, in every layout alike, before oneDNN is asked:
-// supports() must answer quickly on every host.
+// On an AVX-512 host (a 2-core Zen 5 VM) asking oneDNN 2.6 for an 8192x8192 filter over a
+// 1x1 input padded by 8192 did not return from dnnl_primitive_desc_iterator_create in two
+// minutes (default and blocked; nchw 0.2 s; the same line returns at once on AVX2 hosts).
+// Where in oneDNN the time goes was not found, nor whether a side of 1024 is quick there. No network has a
+// filter side past a few dozen, so sides beyond this bound are declined, in every layout alike, before oneDNN
+// is asked: supports() must answer quickly on every host.
 constexpr int64_t kMaxFilterSide = 1024;
 
 std::string filter_reason(const Conv2d& c) {
