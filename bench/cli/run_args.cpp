@@ -2,7 +2,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cctype>
 #include <iterator>
+#include <optional>
 
 #include "bench/cli/args.h"
 #include "bench/harness/machine.h"
@@ -23,7 +25,12 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      inside; every --benchmark_* flag works). A case repeats until
                                      the relative standard error of its mean time is at most --rse
                                      percent, within --repetitions MIN,MAX and --case-time seconds
-                                     of timed work (--benchmark_repetitions=N: exactly N).
+                                     of timed work (--benchmark_repetitions=N: exactly N);
+                                     --benchmark_enable_random_interleaving shuffles every case's
+                                     repetitions among the others' (a case set up again each
+                                     time, verified once), so that a minute of a busy machine
+                                     does not land on a few cases; a case is written when its
+                                     last repetition is done, and --budget is refused.
                                      --backend all includes ref, which is otherwise left out;
                                      --separable-baseline adds, after each depthwise conv and the
                                      pointwise 1x1 on its output, the standard conv they replace
@@ -117,6 +124,16 @@ void parse_shard(const std::string& s, bench::SweepSpec& spec) {
     throw Error("--shard " + s + ": expected i/n with 0 <= i < n, e.g. 0/4");
 }
 
+// A boolean flag's value as Google Benchmark reads it (true, yes, on, 1 ... / false, no,
+// off, 0 ...); nullopt for anything else.
+std::optional<bool> switch_value(std::string v) {
+  for (char& ch : v)
+    ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (v == "true" || v == "yes" || v == "on" || v == "1" || v == "t" || v == "y") return true;
+  if (v == "false" || v == "no" || v == "off" || v == "0" || v == "f" || v == "n") return false;
+  return std::nullopt;
+}
+
 // Google Benchmark's flags go through its own parser (run.cpp), which rejects unknown
 // ones and malformed values. Checked here: values it would accept and then crash on or
 // quietly ignore, and the flags that would break what a results file promises.
@@ -138,7 +155,8 @@ void check_gbench_flag(const std::string& flag) {
   } else if (key == "--benchmark_report_aggregates_only" || key == "--benchmark_display_aggregates_only") {
     throw Error(key + ": not supported; a case's repetitions and aggregates are kept together");
   } else if (key == "--benchmark_enable_random_interleaving") {
-    throw Error(key + ": not supported; a case's repetitions run together, on one set-up");
+    if (eq != std::string::npos && !switch_value(value))
+      throw Error(flag + ": expected true or false");
   }
 }
 
@@ -180,6 +198,10 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
       check_gbench_flag(arg);
       r.gbench.push_back(arg);
       r.gbench_format |= arg.rfind("--benchmark_format=", 0) == 0;
+      if (arg.rfind("--benchmark_enable_random_interleaving", 0) == 0) {  // the last one given wins
+        const size_t eq = arg.find('=');
+        r.interleaved = eq == std::string::npos || *switch_value(arg.substr(eq + 1));
+      }
     } else {
       ours.push_back(arg);
     }
@@ -215,6 +237,9 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
                     "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
   r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
   r.options.budget_seconds = number(a, "budget", 0, 0, "600 (seconds; 0: none)");
+  if (r.interleaved && r.options.budget_seconds > 0)
+    throw Error("--budget: not with --benchmark_enable_random_interleaving (every case starts within the first "
+                "repetitions, so a budget would stop none)");
   r.steadiness_seconds = number(a, "steadiness", 0, 0, "2 (seconds; 0: not measured)");
   if (r.steadiness_seconds > 60) throw Error("--steadiness " + *a.get("steadiness") + ": at most 60 seconds");
   r.out = a.get("out").value_or("");

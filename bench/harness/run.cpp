@@ -159,12 +159,15 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
                               std::to_string(args.spec.shard) + "/" + std::to_string(args.spec.shards));
   benchmark::AddCustomContext("layerbench_cache", args.cache);
   if (args.spec.cold) benchmark::AddCustomContext("layerbench_cold_cache_method", cold_cache_method());
+  const std::string shuffled =
+      args.interleaved ? "; shuffled among every case's (--benchmark_enable_random_interleaving)" : "";
   benchmark::AddCustomContext(
       "layerbench_repetitions",
-      r.fixed ? "fixed (--benchmark_repetitions)"
-              : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
-                    " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) +
-                    " repetitions, at most " + cli::fixed(r.cap_seconds, 2) + " s of timed work");
+      (r.fixed ? "fixed (--benchmark_repetitions)"
+               : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
+                     " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) +
+                     " repetitions, at most " + cli::fixed(r.cap_seconds, 2) + " s of timed work") +
+          shuffled);
   benchmark::AddCustomContext("layerbench_rse_target", cli::fixed(100 * r.rse_target, 2));
   if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
     benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
@@ -228,6 +231,7 @@ Json run_settings(const cli::RunArgs& args) {
     j[key.rfind("layerbench_", 0) == 0 ? key.substr(std::strlen("layerbench_")) : key] = value;
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   j["gomp_spincount"] = spin ? spin : "";
+  if (args.interleaved) j["interleaved"] = "on";  // absent when off: older logs resume as they were
   return j;
 }
 

@@ -45,17 +45,31 @@ int cold_copies(const Model& m) {
   return std::clamp(int(std::ceil(wanted / inputs)), 1, kMaxColdCopies);
 }
 
-// The case whose set-up is alive; Google Benchmark runs cases one after another.
+// The case whose set-up is alive. Google Benchmark runs a case's calls one after another,
+// or, with --benchmark_enable_random_interleaving, its repetitions shuffled among every
+// other case's: then a case is set up again (without a second verification) each time
+// one of its repetitions comes round.
 struct Active {
   Case* c = nullptr;
-  std::string error;  // non-empty: every call reports this error
   std::unique_ptr<CaseSession> session;
   std::unique_ptr<DeviceProbe> probe;
   std::unique_ptr<Timer> timer;
   const DeviceRuntime* device = nullptr;
   Model model;
   size_t baseline_rss = 0, setup_peak_rss = 0;
-  size_t cold_copy_bytes = 0;            // the inputs' copies of a cold case: the method's, not the kernel's
+  size_t cold_copy_bytes = 0;  // the inputs' copies of a cold case: the method's, not the kernel's
+};
+
+Active& active() {
+  static Active a;
+  return a;
+}
+
+// What a case has done so far, over all its calls and set-ups.
+struct Progress {
+  bool started = false;   // set up at least once
+  bool verified = false;  // its one verification is done (the verdict is in the notes)
+  std::string error;      // non-empty: every later call reports this error
   std::vector<double> repetition_means;  // seconds per run(), one per kept repetition
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far
@@ -63,9 +77,9 @@ struct Active {
   bool looped = false;  // a call of this case has entered Google Benchmark's loop
 };
 
-Active& active() {
-  static Active a;
-  return a;
+Progress& progress(const Case& c) {
+  static std::map<const Case*, Progress> all;
+  return all[&c];
 }
 
 // Devices whose context a failed case left broken: what broke it, by device.
@@ -91,10 +105,11 @@ void end_case(Active& a, Status status, const std::string& reason, uint64_t seed
   CaseNotes& notes = a.c->notes;
   notes.status = status;
   notes.reason = reason;
-  a.error = reason;
+  std::string& error = progress(*a.c).error;
+  error = reason;
   if (status == Status::failed) {
     notes.repro = repro_line(*a.c->kernel, a.c->problem, seed);
-    a.error += " | repro: " + notes.repro;
+    error += " | repro: " + notes.repro;
   }
   a.session.reset();
   if (status == Status::failed) check_device_after_failure(*a.c->kernel);
@@ -115,6 +130,8 @@ void set_up(Case& c, const RunOptions& o) {
   release_active_case();
   Active& a = active();
   a.c = &c;
+  Progress& p = progress(c);
+  p.started = true;
   a.device = &device_runtime(c.kernel->info.device);
   a.model = model(c.problem);
   if (std::string why = check_memory(a); !why.empty()) return end_case(a, Status::out_of_memory, why, o.seed);
@@ -133,10 +150,13 @@ void set_up(Case& c, const RunOptions& o) {
     a.setup_peak_rss = rss_peak_bytes();
     a.probe->after_setup();
     c.notes.details = a.session->kernel().details();
-    const Verdict v = a.session->verify(o.max_reference_macs);
-    c.notes.reason = v.reason;
-    c.notes.status = v.status;
-    if (v.status == Status::failed) return end_case(a, Status::failed, "failed: " + v.reason, o.seed);
+    if (!p.verified) {  // the same seed's inputs every time: once is the whole answer
+      const Verdict v = a.session->verify(o.max_reference_macs);
+      p.verified = true;
+      c.notes.reason = v.reason;
+      c.notes.status = v.status;
+      if (v.status == Status::failed) return end_case(a, Status::failed, "failed: " + v.reason, o.seed);
+    }
     if (c.cold && a.device->cold_by_copies()) {
       const size_t before = rss_bytes();
       a.session->make_input_copies(cold_copies(a.model));
@@ -165,7 +185,7 @@ void on_signal(int signo) {
 // given. So a case whose loop has run (an interrupt or an exception after some
 // repetitions) skips inside the loop; one that never ran skips before it, every time.
 void skip(benchmark::State& state, const Case& c, const char* why) {
-  if (active().c != &c || !active().looped) return state.SkipWithError(why);
+  if (!progress(c).looped) return state.SkipWithError(why);
   for (auto _ : state) {
     state.SkipWithError(why);
     break;
@@ -174,8 +194,8 @@ void skip(benchmark::State& state, const Case& c, const char* why) {
 
 // A repetition past the stopping point: no work, its iterations counted in one batch
 // (a million of them would cost milliseconds one by one); the reporter drops it.
-void idle_call(benchmark::State& state) {
-  active().looped = true;
+void idle_call(benchmark::State& state, Progress& p) {
+  p.looped = true;
   while (state.KeepRunningBatch(state.max_iterations))
     state.SetIterationTime(1e-9);
 }
@@ -188,7 +208,7 @@ Timed timed_loop(benchmark::State& state, Active& a) {
   Timed t;
   const Case& c = *a.c;
   const double start = wall_seconds();
-  a.looped = true;
+  progress(c).looped = true;
   for (auto _ : state) {
     if (g_signal) {
       state.SkipWithError(kInterrupted);
@@ -211,14 +231,15 @@ Timed timed_loop(benchmark::State& state, Active& a) {
 // Google Benchmark's first repetition probes for an iteration count with calls of
 // growing length that are not reported; its last call and every later repetition run
 // the same count. So the repetitions are the calls with the latest call's count.
-void count_repetition(benchmark::State& state, Active& a, double seconds, const Repetitions& r) {
-  a.timed_seconds += seconds;
-  if (int64_t(state.iterations()) != a.repetition_iterations) {
-    a.repetition_iterations = int64_t(state.iterations());
-    a.repetition_means.clear();
+void count_repetition(benchmark::State& state, Case& c, double seconds, const Repetitions& r) {
+  Progress& p = progress(c);
+  p.timed_seconds += seconds;
+  if (int64_t(state.iterations()) != p.repetition_iterations) {
+    p.repetition_iterations = int64_t(state.iterations());
+    p.repetition_means.clear();
   }
-  a.repetition_means.push_back(seconds / double(state.iterations()));
-  const auto& m = a.repetition_means;
+  p.repetition_means.push_back(seconds / double(state.iterations()));
+  const auto& m = p.repetition_means;
   const double n = double(m.size());
   double mean = 0, sq = 0;
   for (double x : m)
@@ -226,15 +247,15 @@ void count_repetition(benchmark::State& state, Active& a, double seconds, const 
   for (double x : m)
     sq += (x - mean) * (x - mean);
   const double rse = n > 1 && mean > 0 ? std::sqrt(sq / (n - 1)) / mean / std::sqrt(n) : -1;
-  CaseNotes& notes = a.c->notes;
+  CaseNotes& notes = c.notes;
   notes.rse = rse;
   notes.kept_repetitions = int(m.size());
   if (r.fixed || int(m.size()) < r.min) return;
   if (rse >= 0 && rse <= r.rse_target)
     notes.stop = "rse";
-  else if (a.timed_seconds >= r.cap_seconds || int(m.size()) >= r.max)
+  else if (p.timed_seconds >= r.cap_seconds || int(m.size()) >= r.max)
     notes.stop = "cap";
-  a.repetitions_done = !notes.stop.empty();
+  p.repetitions_done = !notes.stop.empty();
 }
 
 // The case's resident high-water mark above its baseline: set-up, or the timed runs
@@ -310,7 +331,13 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     c.notes.reason = c.unsupported;
     return state.SkipWithError(("unsupported: " + c.unsupported).c_str());
   }
-  if (active().c != &c && o.budget_seconds > 0 &&
+  Progress& p = progress(c);
+  if (p.started) {  // a later call: its error, or nothing left to time, needs no set-up
+    state.SetLabel(print(c.problem));
+    if (!p.error.empty()) return skip(state, c, p.error.c_str());
+    if (p.repetitions_done) return idle_call(state, p);
+  }
+  if (!p.started && o.budget_seconds > 0 &&
       std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count() >
           o.budget_seconds) {
     char spent[64];
@@ -320,19 +347,18 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     return state.SkipWithError(c.notes.reason.c_str());
   }
   if (const auto broken = broken_devices().find(c.kernel->info.device);
-      active().c != &c && broken != broken_devices().end()) {
+      !p.started && broken != broken_devices().end()) {
     c.notes.status = Status::not_run;  // not started: its device no longer works
     c.notes.reason = std::string(kBrokenReason) + ": " + broken->second;
     return state.SkipWithError(c.notes.reason.c_str());
   }
   Active& a = active();
   if (a.c != &c) {
-    if (o.steadiness) o.steadiness->window();
+    if (o.steadiness && !p.started) o.steadiness->window();
     set_up(c, o);
   }
   state.SetLabel(print(c.problem));
-  if (!a.error.empty()) return skip(state, c, a.error.c_str());
-  if (a.repetitions_done) return idle_call(state);
+  if (!p.error.empty()) return skip(state, c, p.error.c_str());
 
   CpuSampler sampler;
   reset_rss_peak();
@@ -344,7 +370,7 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   } catch (const std::exception& e) {
     sampler.stop();
     end_case(a, Status::failed, std::string("failed: threw while timed: ") + e.what(), o.seed);
-    return state.SkipWithError(a.error.c_str());
+    return state.SkipWithError(p.error.c_str());
   }
   sampler.stop();
   // A signal during the loop: this repetition is not a measurement (an error, so that the
@@ -364,7 +390,7 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   set_counters(state, a, t, peak, o);
   c.notes.max_bytes_used =
       std::max(c.notes.max_bytes_used, peak);  // Google Benchmark's field, over every call
-  count_repetition(state, a, t.device, o.repetitions);
+  count_repetition(state, c, t.device, o.repetitions);
 }
 
 }  // namespace

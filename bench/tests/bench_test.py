@@ -211,6 +211,33 @@ with tempfile.TemporaryDirectory() as tmp:
         check(stop == "rse" and rse <= 2 or stop == "cap" and (len(reps) == 8 or rse > 2),
               f"stopped for {stop!r} at {len(reps)} repetitions, rse {rse:.2f} %")
 
+    # --benchmark_enable_random_interleaving: every case's repetitions shuffled among the
+    # others' (cases finish in another order than listed), each case set up again when its
+    # turn comes and verified once; the adaptive stop and the aggregates work as above.
+    shuffled = os.path.join(tmp, "shuffled.json")
+    mixed = ["--suite", "smoke", "--backend", "ref,cpu", "--threads", "1"]
+    order = [n for n, reason in listed(*mixed).items() if not reason]
+    run("run", *mixed, "--benchmark_min_time=0.002", "--rse", "2", "--repetitions", "3,6", "--case-time", "0.2",
+        "--benchmark_enable_random_interleaving=true", "--out", shuffled)
+    doc = load(shuffled)
+    check("shuffled among every case's" in doc["context"].get("layerbench_repetitions", ""),
+          f"layerbench_repetitions: {doc['context'].get('layerbench_repetitions')}")
+    by_case = {}
+    for r in doc["benchmarks"]:
+        by_case.setdefault(r["lb_case"], []).append(r)
+    check(sorted(by_case) == sorted(order), f"shuffled run measured {len(by_case)} of {len(order)} cases")
+    for name, rows in by_case.items():
+        reps = [r for r in rows if r["run_type"] == "iteration"]
+        mean = [r for r in rows if r.get("aggregate_name") == "mean"]
+        check(3 <= len(reps) <= 6 and all(r["repetitions"] == len(reps) and r["lb_status"] == "passed" for r in reps)
+              and mean and math.isclose(mean[0]["real_time"], statistics.mean(r["real_time"] for r in reps),
+                                        rel_tol=1e-9), f"{name}: shuffled repetitions {[r['real_time'] for r in reps]}")
+    with open(shuffled + "l") as f:
+        finished = [json.loads(l).get("lb_case") for l in f][2:]
+    finished = [n for n in dict.fromkeys(finished) if n in by_case]
+    # 12 or more cases in the listed order by chance: less than one in 400 million.
+    check(len(order) >= 12 and finished != order, f"{len(order)} cases finished in the listed order")
+
     # Cold caches cost set-up (copies of the inputs), never time per run: a cold sweep
     # takes at most three times the hot one (the same cases, measured back to back).
     seconds = {}

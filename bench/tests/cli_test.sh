@@ -124,6 +124,13 @@ if [ "$measured" -gt 0 ] 2>/dev/null && [ "$skipped" = 0 ]; then passes=$((passe
   echo "FAIL: --resume after --budget: $measured measured entries, $skipped still not run"
 fi
 
+# --benchmark_enable_random_interleaving: a value Google Benchmark reads as a switch, and no
+# --budget beside it (every case starts early).
+expect 2 "^layerbench: --benchmark_enable_random_interleaving=maybe: expected true or false" -- \
+  "$lb" "${quick[@]}" --benchmark_enable_random_interleaving=maybe
+expect 2 "^layerbench: --budget: not with --benchmark_enable_random_interleaving" -- \
+  "$lb" "${quick[@]}" --benchmark_enable_random_interleaving --budget 5
+
 # --steadiness: the machine probed before the cases, the numbers in the context.
 steady=(run --problem "dense mb=1 ic=8 oc=8" --backend ref --benchmark_min_time=0.002 --case-time 0.02)
 expect 2 "^layerbench: --steadiness -1: expected a number" -- "$lb" "${steady[@]}" --steadiness -1
