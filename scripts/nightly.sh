@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The nightly command (docs/nightly.md): builds layerbench, runs the nightly subset
-# (bench/suites/nightly.txt: a dozen layers, every CPU kernel, 1 thread and all cores, 10 to
-# 20 repetitions of 0.1 s each, shuffled among the cases, each on a set-up of its own, so
-# that a busy stretch or one allocation's luck does not land on a few cases whole; 3-5
+# (bench/suites/nightly.txt: a dozen layers, every CPU kernel, 1 thread and all cores, 20 to
+# 40 repetitions of 0.1 s each, shuffled among the cases, each on a set-up of its own, so
+# that a busy stretch or one allocation's luck does not land on a few cases whole; 6-7
 # minutes on a 2-core machine), keeps the results gzipped in the history, rebuilds the
-# dashboard, exports for other dashboards, and exits 1 with an alert (Markdown: what regressed, by how much, the commit range) when the
-# newest run regressed. Cases the dashboard flags are measured once more right away (kept
-# beside the run as NAME.confirm.json.gz): a regression stands only when that measurement
-# shows it too, so one slow moment of a shared machine does not raise an alert. The run
-# probes the machine's steadiness (--steadiness 2): the dashboard says when other work shared
-# the cores.
+# dashboard, exports for other dashboards, and exits 1 with an alert (Markdown: what
+# regressed, by how much, the commit range) when the newest run regressed. Cases the
+# dashboard flags are measured once more right away (kept beside the run as
+# NAME.confirm.json.gz): a regression stands only when that measurement shows it too, so
+# one slow moment of a shared machine does not raise an alert. The run probes the
+# machine's steadiness (--steadiness 2): the dashboard says when other work shared the cores.
 #
 #   LB_HISTORY    where the history goes: $LB_HISTORY/<machine>/<date>T<time>_<commit>.json.gz
 #                 (default ~/.local/share/layerbench/history: outside the repository; a
@@ -62,7 +62,7 @@ stamp=$(date -u +%Y-%m-%dT%H%M%S)
 work=$(mktemp -d "${TMPDIR:-/tmp}/lb-nightly.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 # The defaults, each left out when the caller gives that flag (layerbench refuses a flag twice).
-defaults=(--suite bench/suites/nightly.txt --threads "1,$(nproc)" --repetitions 10,20 --rse 1 --case-time 2
+defaults=(--suite bench/suites/nightly.txt --threads "1,$(nproc)" --repetitions 20,40 --rse 1 --case-time 4
   --benchmark_min_time=0.1 --benchmark_enable_random_interleaving=true --verify-macs 30000000 --steadiness 2)
 given() { for a in "${@:2}"; do case $a in "$1" | "$1"=*) return 0 ;; esac; done; return 1; }
 args=()

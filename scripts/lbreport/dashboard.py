@@ -26,11 +26,13 @@ The regression rule, robust to noisy shared machines: for each case and metric (
 peak, device peak), take the case's values in the previous --window runs where it was
 measured (at least --min-runs of them): their median m and their MAD scaled to a standard
 deviation; the band's half-width h = max(k * 1.4826 * MAD, k * m * the case's median
-within-run cv, m * (exp(k * the run's noise) - 1), k * 0.01 * m) (a few nights' MAD can be
-near zero by chance; a case's own repetitions say how noisy it is; the run's noise is the
-robust standard deviation of log(x / m) over all its cases — verdicts.noise_band(), as
-compare uses it: repetitions are taken back to back, so what moves from one night to the
-next on a shared machine shows only across the cases). The time x of a run is a regression when
+within-run noise, m * (exp(k * the run's noise) - 1), k * 0.01 * m) (a few nights' MAD can be
+near zero by chance; a case's own repetitions say how noisy it is: their cv when they ran back
+to back, which misses what moves between nights, or, when the run shuffled them over its
+length, the median's standard error 1.2533 cv / sqrt(n); the run's noise is the robust
+standard deviation of log(x / m) over all its cases — verdicts.noise_band(), as compare uses
+it: what moves from one night to the next on a shared machine shows across the cases). The
+time x of a run is a regression when
     x > m + h   and   x > (1 + min_change) * m,
 an improvement in the mirror case, and "cannot judge" when it moved by more than min_change
 but the history is too short (fewer than --min-runs values), the change is inside a noisy
@@ -57,6 +59,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -197,12 +200,18 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
                                        "dtype": c.dtype, "device": c.device, "type": c.type, "threads": c.threads,
                                        "problem": c.problem, "points": []})
             ts = c.times_us() if c.ok else []
+            # What the run's own repetitions say about the value's noise: back to back, their cv
+            # (a floor: they miss what moves between nights); shuffled over the run, each met
+            # another moment of it, so the median's standard error, 1.2533 cv / sqrt(n).
+            rep_noise = None
+            if c.ok and c.cv is not None:
+                rep_noise = 1.2533 * c.cv / math.sqrt(len(ts)) if r.shuffled and len(ts) > 1 else c.cv
             d["points"].append({
                 "run": i, "status": c.status,
                 "time": c.time_us if c.ok else None,
                 "confirm": c2.time_us if c2 is not None and c2.ok else None,
                 "time_lo": min(ts) if ts else None, "time_hi": max(ts) if ts else None,
-                "cv": c.cv if c.ok else None,
+                "cv": c.cv if c.ok else None, "rep_noise": rep_noise,
                 "gflops": c.gflops if c.ok else None,
                 "host": c.host_peak / 1e6 if c.ok and c.host_peak is not None else None,
                 "device": c.device_peak / 1e6 if c.ok and c.device_peak is not None else None,
@@ -214,11 +223,12 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
     return runs, run_rows, ordered
 
 
-def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None, noise=None, again=None):
+def judge_value(prev, x, k, min_change, min_runs, shift=1.0, rep_noise=None, noise=None, again=None):
     """One value against its history -> (verdict, details). verdict: "regression", "improvement",
     "cannot judge" (details["why"] says why) or "" (within the band or too small to count).
-    Floors under the spread, since the MAD of a few nights can be near zero by chance: `cv`,
-    the case's typical coefficient of variation within a run, and `noise`, the run's
+    Floors under the spread, since the MAD of a few nights can be near zero by chance:
+    `rep_noise`, the case's typical relative noise by its repetitions within a run (their cv,
+    or the median's standard error when they were shuffled over the run), and `noise`, the run's
     case-to-case spread (run_noise() of every case's value over its median before). `again`, a
     second measurement of the same run (scripts/nightly.sh measures what it flagged once more):
     a verdict stands only when that one is outside the band too."""
@@ -230,7 +240,7 @@ def judge_value(prev, x, k, min_change, min_runs, shift=1.0, cv=None, noise=None
     # The band's half-width: k spreads, whichever is widest (the run's noise through
     # noise_band(), the definition compare uses too).
     halves = {"its own spread over the runs before": k * stats.mad(prev) * shift,
-              "its repetitions' cv": k * m * (cv or 0.0),
+              "its repetitions' spread": k * m * (rep_noise or 0.0),
               "the run's case-to-case noise": m * (noise_band(noise, k) or 0.0)}
     widest = max(halves, key=halves.get)
     half = max(halves[widest], k * 0.01 * m)
@@ -258,9 +268,9 @@ def _history(pts, run, key, window):
     return [pts[r][key] for r in sorted(pts) if r < run and pts[r].get(key) is not None][-window:]
 
 
-def _typical_cv(pts, run, window):
-    """The median within-run cv of the case's time over the runs up to this one."""
-    return stats.median(_history(pts, run + 1, "cv", window + 1))
+def _typical_rep_noise(pts, run, window):
+    """The median of the case's within-run noise (the points' rep_noise) over the runs up to this one."""
+    return stats.median(_history(pts, run + 1, "rep_noise", window + 1))
 
 
 def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", verdicts=("regression",)):
@@ -277,7 +287,7 @@ def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", 
                 continue
             prev = _history(pts, last_run, key, window)
             verdict, det = judge_value(prev, now[key], k, min_change, min_runs, shift if key == "time" else 1.0,
-                                       _typical_cv(pts, last_run, window) if key == "time" else None,
+                                       _typical_rep_noise(pts, last_run, window) if key == "time" else None,
                                        noise if key == "time" else None, now.get("confirm") if key == "time" else None)
             if busy and key == "time" and verdict in ("regression", "improvement", "cannot judge"):
                 verdict, det["why"] = "cannot judge", f"busy machine: {busy}"
@@ -303,7 +313,7 @@ def bands(cases, n_runs, window, min_runs, k, min_change):
             if p.get("time") is None:
                 continue
             prev = _history(pts, r, "time", window)
-            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, cv=_typical_cv(pts, r, window),
+            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, rep_noise=_typical_rep_noise(pts, r, window),
                                        noise=noise.get(r), again=p.get("confirm"))
             p["band"] = [det["low"], det["limit"]] if "limit" in det else None
             p["flag"] = verdict if verdict in ("regression", "improvement") else ""

@@ -294,6 +294,13 @@ class Run:
         return ""
 
     @property
+    def shuffled(self) -> bool:
+        """Whether each case's repetitions were shuffled among the other cases' (`layerbench run
+        --benchmark_enable_random_interleaving`): then they are spread over the run, not taken
+        back to back."""
+        return "shuffled" in str(self.context.get("layerbench_repetitions", ""))
+
+    @property
     def steadiness(self) -> dict | None:
         """`layerbench run --steadiness`'s probe of the machine over the run (a dict with
         windows, fma_spread, fma_slowest, fma_fastest, clock_spread, method), or None."""
