@@ -1,8 +1,8 @@
 #include "bench/cli/run_args.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cctype>
 #include <iterator>
 #include <optional>
 
@@ -155,8 +155,7 @@ void check_gbench_flag(const std::string& flag) {
   } else if (key == "--benchmark_report_aggregates_only" || key == "--benchmark_display_aggregates_only") {
     throw Error(key + ": not supported; a case's repetitions and aggregates are kept together");
   } else if (key == "--benchmark_enable_random_interleaving") {
-    if (eq != std::string::npos && !switch_value(value))
-      throw Error(flag + ": expected true or false");
+    if (eq != std::string::npos && !switch_value(value)) throw Error(flag + ": expected true or false");
   }
 }
 
@@ -238,8 +237,9 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
   r.options.budget_seconds = number(a, "budget", 0, 0, "600 (seconds; 0: none)");
   if (r.interleaved && r.options.budget_seconds > 0)
-    throw Error("--budget: not with --benchmark_enable_random_interleaving (every case starts within the first "
-                "repetitions, so a budget would stop none)");
+    throw Error(
+        "--budget: not with --benchmark_enable_random_interleaving (every case starts within the first "
+        "repetitions, so a budget would stop none)");
   r.steadiness_seconds = number(a, "steadiness", 0, 0, "2 (seconds; 0: not measured)");
   if (r.steadiness_seconds > 60) throw Error("--steadiness " + *a.get("steadiness") + ": at most 60 seconds");
   r.out = a.get("out").value_or("");

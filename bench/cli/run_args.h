@@ -19,12 +19,12 @@ struct RunArgs {
   std::string cache = "hot";  // hot or cold
   std::string machine;        // --machine NAME; "" for $LB_MACHINE or the default (bench/harness/machine.h)
   bool resume = false, remeasure_peaks = false, list = false;
-  bool resume_force = false;        // --resume-force: continue a log whose settings differ
-  bool overwrite = false;           // replace an existing result
-  bool gbench_format = false;       // --benchmark_format given: stdout is Google Benchmark's alone
-  double noisy_cv = 0.05;           // repetitions' coefficient of variation that marks a case noisy
-  double steadiness_seconds = 0;    // --steadiness: how long to probe the machine's steadiness (0: not)
-  bool interleaved = false;         // --benchmark_enable_random_interleaving: repetitions shuffled across cases
+  bool resume_force = false;      // --resume-force: continue a log whose settings differ
+  bool overwrite = false;         // replace an existing result
+  bool gbench_format = false;     // --benchmark_format given: stdout is Google Benchmark's alone
+  double noisy_cv = 0.05;         // repetitions' coefficient of variation that marks a case noisy
+  double steadiness_seconds = 0;  // --steadiness: how long to probe the machine's steadiness (0: not)
+  bool interleaved = false;       // --benchmark_enable_random_interleaving: repetitions shuffled across cases
   std::vector<std::string> gbench;  // Google Benchmark's flags: our defaults, then the user's (checked:
                                     // those that would break whole cases or the results file are refused)
 };

@@ -163,10 +163,11 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
       args.interleaved ? "; shuffled among every case's (--benchmark_enable_random_interleaving)" : "";
   benchmark::AddCustomContext(
       "layerbench_repetitions",
-      (r.fixed ? "fixed (--benchmark_repetitions)"
-               : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
-                     " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) +
-                     " repetitions, at most " + cli::fixed(r.cap_seconds, 2) + " s of timed work") +
+      (r.fixed
+           ? "fixed (--benchmark_repetitions)"
+           : "adaptive: until the mean's relative standard error <= " + cli::fixed(100 * r.rse_target, 2) +
+                 " %, " + std::to_string(r.min) + " to " + std::to_string(r.max) + " repetitions, at most " +
+                 cli::fixed(r.cap_seconds, 2) + " s of timed work") +
           shuffled);
   benchmark::AddCustomContext("layerbench_rse_target", cli::fixed(100 * r.rse_target, 2));
   if (const char* spin = std::getenv("GOMP_SPINCOUNT"))

@@ -67,9 +67,9 @@ Active& active() {
 
 // What a case has done so far, over all its calls and set-ups.
 struct Progress {
-  bool started = false;   // set up at least once
-  bool verified = false;  // its one verification is done (the verdict is in the notes)
-  std::string error;      // non-empty: every later call reports this error
+  bool started = false;                  // set up at least once
+  bool verified = false;                 // its one verification is done (the verdict is in the notes)
+  std::string error;                     // non-empty: every later call reports this error
   std::vector<double> repetition_means;  // seconds per run(), one per kept repetition
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far

@@ -1,9 +1,10 @@
-// Runs one case as a Google Benchmark function. Google Benchmark calls the function
-// several times per case (to find the iteration count, then once per repetition), so the expensive part — the
-// CaseSession's allocate, prepare and one verified run — happens on the first call and is kept until the next
-// case starts (with --benchmark_enable_random_interleaving, whenever one of the case's repetitions comes round
-// after another case's; verified the first time only). Every call then times run() with the device's Timer (manual time), samples CPU utilisation,
-// tracks the resident high-water mark and sets the counters:
+// Runs one case as a Google Benchmark function. Google Benchmark calls the function several
+// times per case (to find the iteration count, then once per repetition), so the expensive
+// part — the CaseSession's allocate, prepare and one verified run — happens on the first call
+// and is kept until the next case starts (with --benchmark_enable_random_interleaving,
+// whenever one of the case's repetitions comes round after another case's; verified the first
+// time only). Every call then times run() with the device's Timer (manual time), samples CPU
+// utilisation, tracks the resident high-water mark and sets the counters:
 //
 //   lb_flop_per_s     model FLOPs / mean time per run()     lb_bytes_per_s  minimum bytes / time
 //   lb_pct_peak       lb_flop_per_s / measured peak (dtype, threads), when one applies

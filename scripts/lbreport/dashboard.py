@@ -313,8 +313,9 @@ def bands(cases, n_runs, window, min_runs, k, min_change):
             if p.get("time") is None:
                 continue
             prev = _history(pts, r, "time", window)
-            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs, rep_noise=_typical_rep_noise(pts, r, window),
-                                       noise=noise.get(r), again=p.get("confirm"))
+            verdict, det = judge_value(prev, p["time"], k, min_change, min_runs,
+                                       rep_noise=_typical_rep_noise(pts, r, window), noise=noise.get(r),
+                                       again=p.get("confirm"))
             p["band"] = [det["low"], det["limit"]] if "limit" in det else None
             p["flag"] = verdict if verdict in ("regression", "improvement") else ""
 

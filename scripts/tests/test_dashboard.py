@@ -307,6 +307,48 @@ class Rule(unittest.TestCase):
         self.assertEqual([f["name"] for f in dashboard.judge(cases, 5, window=10, min_runs=3, k=3.0,
                                                              min_change=0.05)], ["c3"])
 
+    def test_shuffled_repetitions_floor_the_band_by_their_standard_error(self):
+        # A case whose repetitions vary 12 %: taken back to back that cv is a floor under its
+        # band (±36 %, 1.2 inside it); shuffled over the run, 20 of them put the median's
+        # standard error at 1.2533 x 12 % / sqrt(20) = 3.4 % (band ±10 %), and 1.2 stands out.
+        def judged(rep_noise):
+            d = series([100, 101, 99, 100, 120])
+            for p in d[0]["points"]:
+                p["rep_noise"] = rep_noise
+            return [f["verdict"] for f in dashboard.judge(d, 4, window=10, min_runs=3, k=3.0, min_change=0.05,
+                                                          verdicts=("regression", "cannot judge"))]
+        self.assertEqual(judged(0.12), ["cannot judge"])
+        self.assertEqual(judged(1.2533 * 0.12 / 20 ** 0.5), ["regression"])
+
+    def test_a_points_repetition_noise_follows_how_the_run_took_them(self):
+        night = sorted(glob.glob(os.path.join(Sample.SAMPLE, "*", "*.json.gz")))[0]
+        with gzip.open(night, "rt", encoding="utf-8") as f:
+            doc = json.load(f)
+        with TempDir() as tmp:
+            back = os.path.join(tmp, "back.json")
+            with open(back, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            doc["context"]["layerbench_repetitions"] += ("; shuffled among every case's "
+                                                         "(--benchmark_enable_random_interleaving)")
+            shuffled = os.path.join(tmp, "shuffled.json")
+            with open(shuffled, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            checked = 0
+            for path, is_shuffled in ((back, False), (shuffled, True)):
+                run = load(path)
+                self.assertEqual(run.shuffled, is_shuffled)
+                _, _, cases = dashboard.collect([run])
+                for d in cases:
+                    p = d["points"][0]
+                    c = run.cases[next(k for k, c in run.cases.items() if c.label == d["name"])]
+                    if p["cv"] is None or len(c.times_us()) < 2:
+                        continue
+                    n = len(c.times_us())
+                    want = 1.2533 * p["cv"] / n ** 0.5 if is_shuffled else p["cv"]
+                    self.assertAlmostEqual(p["rep_noise"], want, places=12)
+                    checked += 1
+            self.assertGreater(checked, 10)
+
 
 if __name__ == "__main__":
     unittest.main()
