@@ -161,6 +161,8 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
   if (args.spec.cold) benchmark::AddCustomContext("layerbench_cold_cache_method", cold_cache_method());
   const std::string shuffled =
       args.interleaved ? "; shuffled among every case's (--benchmark_enable_random_interleaving)" : "";
+  // The same as a value the scripts read (results.py Run.shuffled), not parsed from the prose above.
+  benchmark::AddCustomContext("layerbench_repetitions_shuffled", args.interleaved ? "true" : "false");
   benchmark::AddCustomContext(
       "layerbench_repetitions",
       (r.fixed

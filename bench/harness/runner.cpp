@@ -336,18 +336,16 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
     state.SetLabel(print(c.problem));
     if (!p.error.empty()) return skip(state, c, p.error.c_str());
     if (p.repetitions_done) return idle_call(state, p);
-  }
-  if (!p.started && o.budget_seconds > 0 &&
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count() >
-          o.budget_seconds) {
+  } else if (o.budget_seconds > 0 &&
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - o.started).count() >
+                 o.budget_seconds) {
     char spent[64];
     std::snprintf(spent, sizeof spent, " (--budget %g s spent)", o.budget_seconds);
     c.notes.status = Status::not_run;  // not started: the budget is spent
     c.notes.reason = std::string(kBudgetReason) + spent;
     return state.SkipWithError(c.notes.reason.c_str());
-  }
-  if (const auto broken = broken_devices().find(c.kernel->info.device);
-      !p.started && broken != broken_devices().end()) {
+  } else if (const auto broken = broken_devices().find(c.kernel->info.device);
+             broken != broken_devices().end()) {
     c.notes.status = Status::not_run;  // not started: its device no longer works
     c.notes.reason = std::string(kBrokenReason) + ": " + broken->second;
     return state.SkipWithError(c.notes.reason.c_str());

@@ -220,8 +220,11 @@ with tempfile.TemporaryDirectory() as tmp:
     run("run", *mixed, "--benchmark_min_time=0.002", "--rse", "2", "--repetitions", "3,6", "--case-time", "0.2",
         "--benchmark_enable_random_interleaving=true", "--out", shuffled)
     doc = load(shuffled)
-    check("shuffled among every case's" in doc["context"].get("layerbench_repetitions", ""),
+    check("shuffled among every case's" in doc["context"].get("layerbench_repetitions", "")
+          and doc["context"].get("layerbench_repetitions_shuffled") == "true",
           f"layerbench_repetitions: {doc['context'].get('layerbench_repetitions')}")
+    check(load(out)["context"].get("layerbench_repetitions_shuffled") == "false",
+          "a back-to-back run's context does not say layerbench_repetitions_shuffled false")
     by_case = {}
     for r in doc["benchmarks"]:
         by_case.setdefault(r["lb_case"], []).append(r)

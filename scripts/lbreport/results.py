@@ -297,8 +297,8 @@ class Run:
     def shuffled(self) -> bool:
         """Whether each case's repetitions were shuffled among the other cases' (`layerbench run
         --benchmark_enable_random_interleaving`): then they are spread over the run, not taken
-        back to back."""
-        return "shuffled" in str(self.context.get("layerbench_repetitions", ""))
+        back to back (files without the key did not shuffle)."""
+        return self.context.get("layerbench_repetitions_shuffled") == "true"
 
     @property
     def steadiness(self) -> dict | None:

@@ -17,9 +17,10 @@ SHIFT_SHARE = 2 / 3
 SHIFT_MIN_CASES = 5
 # The runs' own noise: a case's time ratio is judged only when it lies more than NOISE_K robust
 # standard deviations of every case's log ratio from their median, and at least NOISE_MIN_CASES
-# cases say how large that spread is. Repetitions within a run are taken back to back, so their
-# spread (the U test's, a case's cv) misses what moves between runs on a shared machine — a
-# neighbour, the memory bandwidth, the frequency; the cases of the same two runs measure it.
+# cases say how large that spread is. Repetitions taken back to back (the default) have a
+# spread (the U test's, a case's cv) that misses what moves between runs on a shared machine — a
+# neighbour, the memory bandwidth, the frequency; the cases of the same two runs measure it
+# (shuffled repetitions see more of it: the dashboard's rep_noise).
 # Measured: two nightly runs on the 2-core Zen 3 VM while other work ran spread 0.12-0.20
 # (log), and their U tests called 9-24 of 72 unchanged cases regressions.
 NOISE_K = 3.0

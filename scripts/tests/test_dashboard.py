@@ -328,8 +328,7 @@ class Rule(unittest.TestCase):
             back = os.path.join(tmp, "back.json")
             with open(back, "w", encoding="utf-8") as f:
                 json.dump(doc, f)
-            doc["context"]["layerbench_repetitions"] += ("; shuffled among every case's "
-                                                         "(--benchmark_enable_random_interleaving)")
+            doc["context"]["layerbench_repetitions_shuffled"] = "true"
             shuffled = os.path.join(tmp, "shuffled.json")
             with open(shuffled, "w", encoding="utf-8") as f:
                 json.dump(doc, f)
