@@ -34,6 +34,9 @@ struct Spec {
   // AMX: run on each thread before its first tile and after its last (tile configuration).
   void (*begin)() = nullptr;
   void (*end)() = nullptr;
+  // Where set: a single row of C (m = 1) over up to row_panels B micro-panels in one call.
+  void (*row)(const UkArgs&, int64_t bstride) = nullptr;
+  int row_panels = 1;
 };
 
 namespace {
@@ -42,7 +45,7 @@ constexpr Spec kSpecs[] = {
     // isa scalar: 8×16 portable C++; 16 KB B micro-panel
     {8, 16, 1, 1, 4, 4, 256, 128, 2048, ukr_f32_scalar},
     // avx2: 5×16, 16 KB B micro-panel, 145×256×4 = 145 KB A block
-    {5, 16, 1, 1, 4, 4, 256, 145, 2048, ukr_f32_avx2},
+    {5, 16, 1, 1, 4, 4, 256, 145, 2048, ukr_f32_avx2, nullptr, nullptr, ukr_f32_avx2_row, kRowPanelsAvx2},
     // avx512: 14×32. KC = 1024: the B micro-panel (128 KB) and A micro-panel (56 KB) stream
     // from L2 (≈ 13 B per cycle needed of its ~64), and C is read and written once per 1024
     // of depth instead of once per 256 — measured 79 % → 85 % of peak on the 1024³ GEMM.
@@ -230,10 +233,22 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
       for (int64_t ic = rows.first; ic < rows.last; ic += s.mc) {
         const int64_t mc = std::min(s.mc, rows.last - ic);
         const std::byte* ablk = panels(a, s.mr, s.ka, ic, mc, pc, kc, k, s.ea, abuf, astride);
-        for (int64_t jr = 0; jr < nc; jr += s.nr) {
+        // One row (a GEMV): several B panels per call where the ISA has a row kernel.
+        const bool row = s.row && mc == 1;
+        const int64_t step = row ? int64_t(s.nr) * s.row_panels : s.nr;
+        for (int64_t jr = 0; jr < nc; jr += step) {
           u.b = bblk + (jr / s.nr) * bstride;
-          u.n = int(std::min<int64_t>(s.nr, nc - jr));
+          u.n = int(std::min<int64_t>(step, nc - jr));
           u.bias_col = ep.bias_col ? ep.bias_col + jc + jr : nullptr;
+          if (row) {
+            u.a = ablk;
+            u.m = 1;
+            u.c = out.c + ic * out.ldc + jc + jr;
+            u.out_bf16 = nullptr;
+            u.bias_row = ep.bias_row ? ep.bias_row + ic : nullptr;
+            s.row(u, bstride);
+            continue;
+          }
           for (int64_t ir = 0; ir < mc; ir += s.mr) {
             u.a = ablk + (ir / s.mr) * astride;
             u.m = int(std::min<int64_t>(s.mr, mc - ir));

@@ -13,7 +13,9 @@
 //   NC columns of B (L3) → KC deep slice → MC rows of A (L2) → an NR panel of B (L1)
 //   → the micro-kernel over MR rows.
 // The epilogue (C accumulation for K slices after the first, bias, ReLU) runs in the
-// micro-kernel on the last K slice, while the tile is in registers.
+// micro-kernel on the last K slice, while the tile is in registers. A block of one row (a
+// GEMV) goes to the ISA's row kernel where it has one (AVX2: four B panels per call, four
+// streams of the weights in flight).
 // Threads split M by whole row panels when each gets several (each packs only its rows of
 // A), else N by whole column panels; no barrier per block either way.
 #pragma once

@@ -33,6 +33,10 @@ void ukr_f32_avx512(const UkArgs& u);
 void ukr_bf16_avx512(const UkArgs& u);  // bf16 × bf16, f32 accumulation (vdpbf16ps)
 void ukr_u8s8_avx512(const UkArgs& u);  // u8 × s8, s32 accumulation (vpdpbusd)
 void ukr_f32_avx2(const UkArgs& u);
+// A single row of C (m = 1) over up to kRowPanelsAvx2 B micro-panels bstride bytes apart, n
+// columns in all (a GEMV: several streams of B in flight, see ukernel_avx2.cpp).
+constexpr int kRowPanelsAvx2 = 4;
+void ukr_f32_avx2_row(const UkArgs& u, int64_t bstride);
 void ukr_f32_scalar(const UkArgs& u);
 
 }  // namespace lb::cpu
