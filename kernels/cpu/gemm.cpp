@@ -5,6 +5,7 @@
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -236,6 +237,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
       u.kc = kc;
       u.load_c = pc > 0 || ep.accumulate;
       u.last = pc + kc >= kpad;
+      u.stream = ep.stream && u.last && !u.load_c;
       for (int64_t ic = rows.first; ic < rows.last; ic += s.mc) {
         const int64_t mc = std::min(s.mc, rows.last - ic);
         const std::byte* ablk = panels(a, s.mr, s.ka, ic, mc, pc, kc, k, s.ea, abuf, astride);
@@ -268,6 +270,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
     }
   }
   if (s.end) s.end();
+  if (ep.stream) _mm_sfence();  // the non-temporal stores, ordered before the caller reads C
 }
 
 void run_split(const Spec& s, int64_t m, int64_t n, int64_t k, const Side& a, const Side& b, const Out& out,

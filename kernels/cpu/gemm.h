@@ -103,6 +103,9 @@ struct Epilogue {
   const float* bias_col = nullptr;  // bias[j] added to column j of C (dense: per output)
   bool relu = false;
   bool accumulate = false;  // C += A·B instead of C = A·B
+  // C is written once (K in one slice) and is far larger than the caches: full tiles go
+  // straight to memory (non-temporal stores; AVX2 only), no read for ownership.
+  bool stream = false;
 };
 
 // Packing buffers for gemm_f32: one A block and one B block per thread, allocated once

@@ -26,6 +26,7 @@ struct UkArgs {
   const float* bias_row = nullptr;  // bias of the tile's rows (already offset), or null
   const float* bias_col = nullptr;  // bias of the tile's columns, or null
   bool relu = false;
+  bool stream = false;  // last slice, C not read: full tiles may bypass the caches
 };
 
 // MR×NR: avx512 14×32, avx2 5×16, scalar 8×16.
@@ -58,6 +59,7 @@ struct IndirectArgs {
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
+  bool stream = false;  // last slice, C not read: full tiles may bypass the caches
 };
 void ukr_f32_indirect_avx512(const IndirectArgs& u);
 
@@ -80,6 +82,7 @@ struct IndirectPixelsArgs {
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
+  bool stream = false;  // last slice, C not read: full tiles may bypass the caches
 };
 constexpr int kPixelsAvx2 = 6, kChannelsAvx2 = 16;
 void ukr_f32_indirect_pixels_avx2(const IndirectPixelsArgs& u);

@@ -14,6 +14,9 @@
 // (0.57–0.66× → 0.91–0.97× oneDNN's inner product), the LSTM 512 batch 64 1.47×, dense
 // 64×4096→4096 1.36×, MobileNet's pointwise 1×1 layers 1.25–1.40×. (Prefetching the next
 // tile's rows as well made small-depth pointwise layers slower: too many misses in flight.)
+// Where the caller asks (UkArgs::stream: C written once and far larger than the caches,
+// conv2d.cpp's rule), a full aligned tile stores with MOVNTPS: no read for ownership, no C
+// prefetch (the driver fences after its last tile).
 // One row of C (batch-1 dense, a GEMV: memory-bound on W's bytes): the tile reads one B panel
 // at a time, front to back, a single stream: 10–11 GB/s from DRAM on that VM, where oneDNN's
 // inner product reads its weights at ~17 GB/s (DRAM peak 22 GB/s at 1 thread). A loop over
@@ -100,7 +103,10 @@ template <int M>
 void tile(const UkArgs& u) {
   // The sums leave the registers through t (the epilogue reads them from there).
   alignas(32) float t[M * NR];
-  for (int i = 0; i < M && u.c; ++i) {
+  // Full tiles that bypass the caches store whole 64-byte lines, aligned.
+  const bool stream =
+      u.stream && u.n == NR && (reinterpret_cast<uintptr_t>(u.c) & 31) == 0 && (u.ldc & 7) == 0;
+  for (int i = 0; i < M && u.c && !stream; ++i) {
     const char* row = reinterpret_cast<const char*>(u.c + i * u.ldc);
     _mm_prefetch(row, _MM_HINT_T0);
     _mm_prefetch(row + (u.n - 1) * 4, _MM_HINT_T0);
@@ -142,7 +148,9 @@ void tile(const UkArgs& u) {
         if (u.bias_col) v = _mm256_add_ps(v, bias_col[h]);
         if (u.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
       }
-      if (full)
+      if (stream)
+        _mm256_stream_ps(c + 8 * h, v);
+      else if (full)
         _mm256_storeu_ps(c + 8 * h, v);
       else
         _mm256_maskstore_ps(c + 8 * h, mask[h], v);

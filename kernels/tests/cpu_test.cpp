@@ -37,6 +37,20 @@ TEST(Cpu, LowPrecisionDenseIsVerifiedWhereTheCpuHasIt) {
   }
 }
 
+// A pointwise layer whose output is streamed past the caches (MobileNet's pw2: 32 deep,
+// 3.2 MB out; conv2d.cpp's stream rule), in the ReLU modes that stream and one that does
+// not, on 1 and 2 threads.
+TEST(Cpu, StreamedPointwiseConforms) {
+  const KernelEntry* k = registry().find("conv2d.cpu.default");
+  ASSERT_NE(k, nullptr);
+  for (const char* relu : {"none", "fused", "inplace"})
+    for (int threads : {1, 2}) {
+      const Problem p =
+          parse_problem(std::string("conv2d mb=1 ic=32 ih=112 iw=112 oc=64 kh=1 kw=1 relu=") + relu);
+      EXPECT_TRUE(check_conforms(*k, p, Context{threads})) << relu << " threads " << threads;
+    }
+}
+
 // C = A·B (+ bias, ReLU) in double, A M×K and B K×N row-major.
 std::vector<double> product(const std::vector<float>& a, const std::vector<float>& b, int64_t m, int64_t n,
                             int64_t k) {
