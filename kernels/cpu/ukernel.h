@@ -59,7 +59,6 @@ struct IndirectArgs {
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
-  bool stream = false;  // last slice, C not read: full tiles may bypass the caches
 };
 void ukr_f32_indirect_avx512(const IndirectArgs& u);
 
@@ -82,7 +81,6 @@ struct IndirectPixelsArgs {
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
-  bool stream = false;  // last slice, C not read: full tiles may bypass the caches
 };
 constexpr int kPixelsAvx2 = 6, kChannelsAvx2 = 16;
 void ukr_f32_indirect_pixels_avx2(const IndirectPixelsArgs& u);

@@ -9,8 +9,8 @@
 // tile, and missing the caches (C's rows are 4 KB apart and C outgrows L2). Now a full tile
 // moves C with plain unaligned loads and stores (masks only at the right edge: 54 % → 63 %
 // of peak) and prefetches its C rows before its k loop, 5 × 256 cycles ahead of their use
-// (→ 70 %; one run each). Measured on that VM, 1 thread, three alternating runs of the old and new
-// builds (results/cpu-zen3-2core/2026-12-02_avx2-gemm-epilogue): GEMM 1024³ 1.61× faster
+// (→ 70 %; one run each). Measured on that VM, 1 thread, three alternating runs of the old
+// and new builds (results/cpu-zen3-2core/2026-12-02_avx2-gemm-epilogue): GEMM 1024³ 1.61× faster
 // (0.57–0.66× → 0.91–0.97× oneDNN's inner product), the LSTM 512 batch 64 1.47×, dense
 // 64×4096→4096 1.36×, MobileNet's pointwise 1×1 layers 1.25–1.40×. (Prefetching the next
 // tile's rows as well made small-depth pointwise layers slower: too many misses in flight.)
