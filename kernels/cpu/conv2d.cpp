@@ -273,12 +273,12 @@ class ImplicitGemmConv final : public Kernel {
       else
         b.pack = &pack;
       Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
-      // A pointwise layer's output past kStreamBytes per image, written in one K slice: full
-      // tiles bypass the caches (AVX2's tile; on the AMD EPYC Zen 3 VM MobileNet's pw2, 32
-      // deep and 3.2 MB out, 1.38x faster at 1 thread, unchanged at 2). Not when a separate
-      // ReLU pass reads y next.
-      ep.stream = pointwise_ && depth <= kStreamDepth && double(k_g * P) * 4 > kStreamBytes &&
-                  (relu_ == Relu::none || relu_ == Relu::fused);
+      // A pointwise layer's output past kStreamBytes per image: where the driver writes it in
+      // one K slice, full tiles bypass the caches (AVX2's tile; on the AMD EPYC Zen 3 VM
+      // MobileNet's pw2, 32 deep and 3.2 MB out, 1.38x faster at 1 thread, unchanged at 2).
+      // Not when a separate ReLU pass reads y next.
+      ep.stream =
+          pointwise_ && double(k_g * P) * 4 > kStreamBytes && (relu_ == Relu::none || relu_ == Relu::fused);
       float* c = y + (n * cv_.oc + g * k_g) * P;
       if (tid < 0)
         gemm_f32(isa_, k_g, P, depth, a, b, c, P, ep, ws_, pool_.get());
@@ -327,7 +327,6 @@ class ImplicitGemmConv final : public Kernel {
  private:
   static constexpr int64_t kTileWidth = 32;  // pixels per tile: the AVX-512 tile's NR
   static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
-  static constexpr int64_t kStreamDepth = 256;     // AVX2's KC: deeper K comes back to C
   static constexpr double kStreamBytes = 1 << 20;  // far past a 512 KiB L2
   struct PixelTile {
     int64_t oh, ow, n;

@@ -103,8 +103,8 @@ struct Epilogue {
   const float* bias_col = nullptr;  // bias[j] added to column j of C (dense: per output)
   bool relu = false;
   bool accumulate = false;  // C += A·B instead of C = A·B
-  // C is written once (K in one slice) and is far larger than the caches: full tiles go
-  // straight to memory (non-temporal stores; AVX2 only), no read for ownership.
+  // C is far larger than the caches: where the driver writes it once (K in one slice), full
+  // tiles go straight to memory (non-temporal stores; AVX2 only), no read for ownership.
   bool stream = false;
 };
 
