@@ -167,6 +167,44 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
   }
 }
 
+// Packing is plain C++ whatever the tile's ISA, so every ISA's panel layout is checked on any
+// host, also where its micro-kernel cannot run: B panels of NR columns (AVX-512 32, AVX2 16),
+// k-major, zero past the last column, from both source layouts (columns contiguous, as a
+// convolution's pixels, and rows contiguous). 48 columns leave AVX-512 an edge panel of
+// exactly 16, the case a 16-wide copy into a 32-wide panel would get wrong.
+TEST(Cpu, PackedPanelsFollowTheDocumentedLayoutOnEveryIsa) {
+  for (cpu::Isa isa : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512}) {
+    const int64_t r = cpu::f32_tile(isa).nr;
+    for (int64_t n : {int64_t(1), int64_t(16), int64_t(48), int64_t(70)}) {
+      const int64_t k = 37;
+      std::vector<float> b(size_t(k * n));  // K×N, element (k, j) = k·1000 + j + 1
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          b[size_t(p * n + j)] = float(p * 1000 + j + 1);
+      std::vector<float> bt(b.size());  // the same matrix with its rows contiguous along k
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j)
+          bt[size_t(j * k + p)] = b[size_t(p * n + j)];
+      for (bool pixels_contiguous : {true, false}) {
+        const cpu::Packed packed = pixels_contiguous
+                                       ? cpu::Packed(isa, false, n, k, cpu::Strided{b.data(), 1, n})
+                                       : cpu::Packed(isa, false, n, k, cpu::Strided{bt.data(), k, 1});
+        ASSERT_EQ(packed.panel_stride_bytes(), k * r * int64_t(sizeof(float)));
+        for (int64_t q = 0; q * r < n; ++q) {
+          const auto* d = reinterpret_cast<const float*>(packed.panel_bytes(q, 0));
+          for (int64_t p = 0; p < k; ++p)
+            for (int64_t i = 0; i < r; ++i) {
+              const int64_t j = q * r + i;
+              ASSERT_EQ(d[p * r + i], j < n ? b[size_t(p * n + j)] : 0.0f)
+                  << name(isa) << " n=" << n << (pixels_contiguous ? " columns" : " rows")
+                  << " contiguous: panel " << q << " k " << p << " lane " << i;
+            }
+        }
+      }
+    }
+  }
+}
+
 TEST(Cpu, PoolRunsEveryThreadOnceAndSplitCoversTheRange) {
   cpu::Pool pool(3);
   for (int round = 0; round < 100; ++round) {
