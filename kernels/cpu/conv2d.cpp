@@ -398,8 +398,13 @@ class ImplicitGemmConv final : public Kernel {
     const int64_t P = cv_.oh() * cv_.ow(), c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
     const int64_t depth = int64_t(offsets_.size()), panels = ceil_div(k_g, int64_t(R));
     const Range px = block_pixels(b);
+    // Depth slices of whole filters (of whole filter rows if a filter is deeper than kKc),
+    // so that no run of a filter row straddles two.
+    const int64_t whole = cv_.kh * cv_.kw;
+    const int64_t slice = whole <= kKc ? kKc / whole * whole : std::max(cv_.kw, kKc / cv_.kw * cv_.kw);
     IndirectPixelsArgs u;
     u.ldc = P;
+    u.runs_of_3 = cv_.kw == 3 && cv_.sw == 1 && cv_.dw == 1;
     u.relu = relu_ == Relu::fused;
     for (int64_t g = 0; g < cv_.g; ++g) {
       const float* xg = pad + g * c_g * rows_ * phase_w_;
@@ -407,8 +412,8 @@ class ImplicitGemmConv final : public Kernel {
         u.m = int(std::min<int64_t>(R, k_g - q * R));
         u.bias_row = bias + g * k_g + q * R;
         float* yq = y + (g * k_g + q * R) * P;
-        for (int64_t pc = 0; pc < depth; pc += kKc) {
-          u.kc = std::min(kKc, depth - pc);
+        for (int64_t pc = 0; pc < depth; pc += slice) {
+          u.kc = std::min(slice, depth - pc);
           u.a = chan_a_.data() + ((g * panels + q) * depth + pc) * R;
           u.off = offsets_.data() + pc;
           u.load_c = pc > 0;

@@ -78,6 +78,9 @@ struct IndirectPixelsArgs {
   float* c[6] = {};
   int64_t ldc = 0;
   int m = 0, n = 0;  // valid channels (≤ 16) and pixels (≤ 6)
+  // The offsets come in runs of 3 consecutive floats (off[k+1] = off[k] + 1: a 3-wide filter
+  // row at unit width stride and dilation) and kc is a multiple of 3: one offset read per run.
+  bool runs_of_3 = false;
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
