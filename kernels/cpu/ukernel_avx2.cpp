@@ -26,7 +26,9 @@
 // case's fastest repetition; results/cpu-zen3-2core/2026-12-02_avx2-tile-register-epilogue):
 // GEMM 1024³ 1.09× / 1.07×, dense 64×4096→4096 1.14× / 1.09×, LSTM 512 batch 64 1.02× /
 // 1.08×, pointwise pw2 1.69× / 1.26×, pw4 1.11× / 1.08×, pw14 1.09× / 1.04×; the untouched
-// 3×3 pixel tile (control) 1.00× / 1.07×.
+// 3×3 pixel tile (control) 1.00× / 1.07×. Tiles of fewer rows (M = 64 = 12·5 + 4) take the
+// same assembly since: pw2 a further 1.09×, dense 64×4096→4096 1.06×, the control 1.02×
+// (3 alternating runs at 1 thread, same VM; ab_rows.csv there).
 // One row of C (batch-1 dense, a GEMV: memory-bound on W's bytes): the tile reads one B panel
 // at a time, front to back, a single stream: 10–11 GB/s from DRAM on that VM, where oneDNN's
 // inner product reads its weights at ~17 GB/s (DRAM peak 22 GB/s at 1 thread). A loop over
@@ -54,26 +56,37 @@ inline __m256i mask_of(int n) {  // the first n (clamped to 0..8) lanes set
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane);
 }
 
-// The full 5×16 tile in assembly, k loop and epilogue, the sums never leaving the
-// registers: from intrinsics GCC 12 keeps this tile's accumulators in memory, storing each on
-// every k step (measured: 23 % of peak). flags: kLoadC adds C's partial sums, kLast applies
-// bias_row (one float per row) / bias_col (16 floats) where not null and kRelu, kStream
-// stores with MOVNTPS (C 32-byte aligned), else MOVUPS.
+// A full-width tile of M ≤ 5 rows in assembly, k loop and epilogue, the sums never leaving
+// the registers (rows past M assembled out: .if on the immediate M). From intrinsics GCC 12
+// keeps the 5-row tile's accumulators in memory, storing each on every k step (measured:
+// 23 % of peak). flags: kLoadC adds C's partial sums; kLast applies bias_row (one float per
+// row) and bias_col (16 floats) where not null, and kRelu; kStream stores with MOVNTPS (C
+// 32-byte aligned), else MOVUPS.
 constexpr int64_t kLoadC = 1, kLast = 2, kRelu = 4, kStream = 8;
+template <int M>
 void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc_bytes, int64_t flags,
                const float* bias_row, const float* bias_col) {
+  static_assert(M >= 1 && M <= MR);
   const float* p = nullptr;  // C's row being read or written
   asm volatile(
       "vxorps %%ymm4, %%ymm4, %%ymm4\n\t"
       "vxorps %%ymm5, %%ymm5, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "vxorps %%ymm6, %%ymm6, %%ymm6\n\t"
       "vxorps %%ymm7, %%ymm7, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "vxorps %%ymm8, %%ymm8, %%ymm8\n\t"
       "vxorps %%ymm9, %%ymm9, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "vxorps %%ymm10, %%ymm10, %%ymm10\n\t"
       "vxorps %%ymm11, %%ymm11, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "vxorps %%ymm12, %%ymm12, %%ymm12\n\t"
       "vxorps %%ymm13, %%ymm13, %%ymm13\n\t"
+      ".endif\n\t"
       "test %[kc], %[kc]\n\t"
       "jz 2f\n\t"
       "1:\n\t"
@@ -82,41 +95,56 @@ void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
       "vbroadcastss 0(%[a]), %%ymm2\n\t"
       "vfmadd231ps %%ymm0, %%ymm2, %%ymm4\n\t"
       "vfmadd231ps %%ymm1, %%ymm2, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "vbroadcastss 4(%[a]), %%ymm2\n\t"
       "vfmadd231ps %%ymm0, %%ymm2, %%ymm6\n\t"
       "vfmadd231ps %%ymm1, %%ymm2, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "vbroadcastss 8(%[a]), %%ymm2\n\t"
       "vfmadd231ps %%ymm0, %%ymm2, %%ymm8\n\t"
       "vfmadd231ps %%ymm1, %%ymm2, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "vbroadcastss 12(%[a]), %%ymm2\n\t"
       "vfmadd231ps %%ymm0, %%ymm2, %%ymm10\n\t"
       "vfmadd231ps %%ymm1, %%ymm2, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "vbroadcastss 16(%[a]), %%ymm2\n\t"
       "vfmadd231ps %%ymm0, %%ymm2, %%ymm12\n\t"
       "vfmadd231ps %%ymm1, %%ymm2, %%ymm13\n\t"
+      ".endif\n\t"
       "add $20, %[a]\n\t"
       "add $64, %[b]\n\t"
       "dec %[kc]\n\t"
       "jnz 1b\n\t"
       "2:\n\t"
-      // C's partial sums
       "test %[load_c], %[flags]\n\t"
       "jz 3f\n\t"
       "mov %[c], %[p]\n\t"
       "vaddps (%[p]), %%ymm4, %%ymm4\n\t"
       "vaddps 32(%[p]), %%ymm5, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "add %[ldc], %[p]\n\t"
       "vaddps (%[p]), %%ymm6, %%ymm6\n\t"
       "vaddps 32(%[p]), %%ymm7, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "add %[ldc], %[p]\n\t"
       "vaddps (%[p]), %%ymm8, %%ymm8\n\t"
       "vaddps 32(%[p]), %%ymm9, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "add %[ldc], %[p]\n\t"
       "vaddps (%[p]), %%ymm10, %%ymm10\n\t"
       "vaddps 32(%[p]), %%ymm11, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "add %[ldc], %[p]\n\t"
       "vaddps (%[p]), %%ymm12, %%ymm12\n\t"
       "vaddps 32(%[p]), %%ymm13, %%ymm13\n\t"
+      ".endif\n\t"
       "3:\n\t"
       "test %[last], %[flags]\n\t"
       "jz 6f\n\t"
@@ -125,18 +153,26 @@ void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
       "vbroadcastss 0(%[bias_row]), %%ymm14\n\t"
       "vaddps %%ymm14, %%ymm4, %%ymm4\n\t"
       "vaddps %%ymm14, %%ymm5, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "vbroadcastss 4(%[bias_row]), %%ymm14\n\t"
       "vaddps %%ymm14, %%ymm6, %%ymm6\n\t"
       "vaddps %%ymm14, %%ymm7, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "vbroadcastss 8(%[bias_row]), %%ymm14\n\t"
       "vaddps %%ymm14, %%ymm8, %%ymm8\n\t"
       "vaddps %%ymm14, %%ymm9, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "vbroadcastss 12(%[bias_row]), %%ymm14\n\t"
       "vaddps %%ymm14, %%ymm10, %%ymm10\n\t"
       "vaddps %%ymm14, %%ymm11, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "vbroadcastss 16(%[bias_row]), %%ymm14\n\t"
       "vaddps %%ymm14, %%ymm12, %%ymm12\n\t"
       "vaddps %%ymm14, %%ymm13, %%ymm13\n\t"
+      ".endif\n\t"
       "4:\n\t"
       "test %[bias_col], %[bias_col]\n\t"
       "jz 5f\n\t"
@@ -144,67 +180,99 @@ void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
       "vmovups 32(%[bias_col]), %%ymm15\n\t"
       "vaddps %%ymm14, %%ymm4, %%ymm4\n\t"
       "vaddps %%ymm15, %%ymm5, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "vaddps %%ymm14, %%ymm6, %%ymm6\n\t"
       "vaddps %%ymm15, %%ymm7, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "vaddps %%ymm14, %%ymm8, %%ymm8\n\t"
       "vaddps %%ymm15, %%ymm9, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "vaddps %%ymm14, %%ymm10, %%ymm10\n\t"
       "vaddps %%ymm15, %%ymm11, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "vaddps %%ymm14, %%ymm12, %%ymm12\n\t"
       "vaddps %%ymm15, %%ymm13, %%ymm13\n\t"
+      ".endif\n\t"
       "5:\n\t"
       "test %[relu], %[flags]\n\t"
       "jz 6f\n\t"
       "vxorps %%ymm14, %%ymm14, %%ymm14\n\t"
       "vmaxps %%ymm14, %%ymm4, %%ymm4\n\t"
       "vmaxps %%ymm14, %%ymm5, %%ymm5\n\t"
+      ".if %c[m] > 1\n\t"
       "vmaxps %%ymm14, %%ymm6, %%ymm6\n\t"
       "vmaxps %%ymm14, %%ymm7, %%ymm7\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "vmaxps %%ymm14, %%ymm8, %%ymm8\n\t"
       "vmaxps %%ymm14, %%ymm9, %%ymm9\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "vmaxps %%ymm14, %%ymm10, %%ymm10\n\t"
       "vmaxps %%ymm14, %%ymm11, %%ymm11\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "vmaxps %%ymm14, %%ymm12, %%ymm12\n\t"
       "vmaxps %%ymm14, %%ymm13, %%ymm13\n\t"
+      ".endif\n\t"
       "6:\n\t"
       "test %[stream], %[flags]\n\t"
       "jnz 7f\n\t"
       "mov %[c], %[p]\n\t"
       "vmovups %%ymm4, (%[p])\n\t"
       "vmovups %%ymm5, 32(%[p])\n\t"
+      ".if %c[m] > 1\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovups %%ymm6, (%[p])\n\t"
       "vmovups %%ymm7, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovups %%ymm8, (%[p])\n\t"
       "vmovups %%ymm9, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovups %%ymm10, (%[p])\n\t"
       "vmovups %%ymm11, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovups %%ymm12, (%[p])\n\t"
       "vmovups %%ymm13, 32(%[p])\n\t"
+      ".endif\n\t"
       "jmp 8f\n\t"
       "7:\n\t"
       "mov %[c], %[p]\n\t"
       "vmovntps %%ymm4, (%[p])\n\t"
       "vmovntps %%ymm5, 32(%[p])\n\t"
+      ".if %c[m] > 1\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovntps %%ymm6, (%[p])\n\t"
       "vmovntps %%ymm7, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 2\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovntps %%ymm8, (%[p])\n\t"
       "vmovntps %%ymm9, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 3\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovntps %%ymm10, (%[p])\n\t"
       "vmovntps %%ymm11, 32(%[p])\n\t"
+      ".endif\n\t"
+      ".if %c[m] > 4\n\t"
       "add %[ldc], %[p]\n\t"
       "vmovntps %%ymm12, (%[p])\n\t"
       "vmovntps %%ymm13, 32(%[p])\n\t"
+      ".endif\n\t"
       "8:\n\t"
       : [a] "+r"(a), [b] "+r"(b), [kc] "+r"(kc), [p] "=&r"(p)
       : [c] "r"(c), [ldc] "r"(ldc_bytes), [flags] "r"(flags), [bias_row] "r"(bias_row),
-        [bias_col] "r"(bias_col), [load_c] "i"(kLoadC), [last] "i"(kLast), [relu] "i"(kRelu),
+        [bias_col] "r"(bias_col), [m] "i"(M), [load_c] "i"(kLoadC), [last] "i"(kLast), [relu] "i"(kRelu),
         [stream] "i"(kStream)
       : "xmm0", "xmm1", "xmm2", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
         "xmm13", "xmm14", "xmm15", "memory", "cc");
@@ -212,7 +280,8 @@ void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
 
 template <int M>
 void tile(const UkArgs& u) {
-  // Partial tiles' sums leave the registers through t (the epilogue reads them from there).
+  // The sums of a tile narrower than NR leave the registers through t (the epilogue below
+  // reads them from there, with masks).
   alignas(32) float t[M * NR];
   // Full tiles that bypass the caches store whole 64-byte lines, aligned.
   const bool stream =
@@ -222,35 +291,16 @@ void tile(const UkArgs& u) {
     _mm_prefetch(row, _MM_HINT_T0);
     _mm_prefetch(row + (u.n - 1) * 4, _MM_HINT_T0);
   }
-  if constexpr (M == MR) {
-    const auto* a = static_cast<const float*>(u.a);
-    const auto* b = static_cast<const float*>(u.b);
-    if (u.n == NR) {  // the whole tile in registers to the end
-      const int64_t flags = (u.load_c ? kLoadC : 0) | (u.last ? kLast : 0) | (u.last && u.relu ? kRelu : 0) |
-                            (stream ? kStream : 0);
-      full_tile(u.kc, a, b, u.c, u.ldc * int64_t(sizeof(float)), flags, u.last ? u.bias_row : nullptr,
-                u.last ? u.bias_col : nullptr);
-      return;
-    }
-    full_tile(u.kc, a, b, t, NR * int64_t(sizeof(float)), 0, nullptr, nullptr);  // the sums into t
-  } else {
-    __m256 acc[M][2];
-    for (int i = 0; i < M; ++i)
-      acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-    const float* a = static_cast<const float*>(u.a);
-    const float* b = static_cast<const float*>(u.b);
-    for (int64_t k = 0; k < u.kc; ++k, a += MR, b += NR) {
-      const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-      for (int i = 0; i < M; ++i) {
-        const __m256 ai = _mm256_broadcast_ss(a + i);
-        acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-      }
-    }
-    for (int i = 0; i < M; ++i)
-      for (int h = 0; h < 2; ++h)
-        _mm256_store_ps(t + i * NR + 8 * h, acc[i][h]);
+  const auto* a = static_cast<const float*>(u.a);
+  const auto* b = static_cast<const float*>(u.b);
+  if (u.n == NR) {  // the whole tile in registers to the end
+    const int64_t flags = (u.load_c ? kLoadC : 0) | (u.last ? kLast : 0) | (u.last && u.relu ? kRelu : 0) |
+                          (stream ? kStream : 0);
+    full_tile<M>(u.kc, a, b, u.c, u.ldc * int64_t(sizeof(float)), flags, u.last ? u.bias_row : nullptr,
+                 u.last ? u.bias_col : nullptr);
+    return;
   }
+  full_tile<M>(u.kc, a, b, t, NR * int64_t(sizeof(float)), 0, nullptr, nullptr);  // the sums into t
   const __m256i mask[2] = {mask_of(u.n), mask_of(u.n - 8)};
   __m256 bias_col[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   if (u.last && u.bias_col)
