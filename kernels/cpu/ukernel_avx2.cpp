@@ -339,35 +339,29 @@ void tile(const UkArgs& u) {
 // (60 rounds of 5 calls, median ratio to oneDNN's blocked kernel in the same rounds): 0.884 →
 // 0.907 and 0.892 → 0.904 at 1 thread, 0.874 → 0.872 and 0.833 → 0.852 at 2 threads: 0–3 %
 // faster, below what whole layerbench runs on that shared host can resolve.
-#define LB_PIXEL_STEP(A0, A1, D)            \
-  "vmovaps " A0                             \
-  "(%[a]), %%ymm0\n\t"                      \
-  "vmovaps " A1                             \
-  "(%[a]), %%ymm1\n\t"                      \
-  "vbroadcastss " D                         \
-  "(%[x0], %[tmp], 4), %%ymm2\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm2, %%ymm4\n\t"  \
-  "vfmadd231ps %%ymm1, %%ymm2, %%ymm5\n\t"  \
-  "vbroadcastss " D                         \
-  "(%[x1], %[tmp], 4), %%ymm3\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm3, %%ymm6\n\t"  \
-  "vfmadd231ps %%ymm1, %%ymm3, %%ymm7\n\t"  \
-  "vbroadcastss " D                         \
-  "(%[x2], %[tmp], 4), %%ymm2\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm2, %%ymm8\n\t"  \
-  "vfmadd231ps %%ymm1, %%ymm2, %%ymm9\n\t"  \
-  "vbroadcastss " D                         \
-  "(%[x3], %[tmp], 4), %%ymm3\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm3, %%ymm10\n\t" \
-  "vfmadd231ps %%ymm1, %%ymm3, %%ymm11\n\t" \
-  "vbroadcastss " D                         \
-  "(%[x4], %[tmp], 4), %%ymm2\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm2, %%ymm12\n\t" \
-  "vfmadd231ps %%ymm1, %%ymm2, %%ymm13\n\t" \
-  "vbroadcastss " D                         \
-  "(%[x5], %[tmp], 4), %%ymm3\n\t"          \
-  "vfmadd231ps %%ymm0, %%ymm3, %%ymm14\n\t" \
+// clang-format off
+#define LB_PIXEL_STEP(A0, A1, D)                      \
+  "vmovaps " A0 "(%[a]), %%ymm0\n\t"                  \
+  "vmovaps " A1 "(%[a]), %%ymm1\n\t"                  \
+  "vbroadcastss " D "(%[x0], %[tmp], 4), %%ymm2\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm2, %%ymm4\n\t"            \
+  "vfmadd231ps %%ymm1, %%ymm2, %%ymm5\n\t"            \
+  "vbroadcastss " D "(%[x1], %[tmp], 4), %%ymm3\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm3, %%ymm6\n\t"            \
+  "vfmadd231ps %%ymm1, %%ymm3, %%ymm7\n\t"            \
+  "vbroadcastss " D "(%[x2], %[tmp], 4), %%ymm2\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm2, %%ymm8\n\t"            \
+  "vfmadd231ps %%ymm1, %%ymm2, %%ymm9\n\t"            \
+  "vbroadcastss " D "(%[x3], %[tmp], 4), %%ymm3\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm3, %%ymm10\n\t"           \
+  "vfmadd231ps %%ymm1, %%ymm3, %%ymm11\n\t"           \
+  "vbroadcastss " D "(%[x4], %[tmp], 4), %%ymm2\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm2, %%ymm12\n\t"           \
+  "vfmadd231ps %%ymm1, %%ymm2, %%ymm13\n\t"           \
+  "vbroadcastss " D "(%[x5], %[tmp], 4), %%ymm3\n\t"  \
+  "vfmadd231ps %%ymm0, %%ymm3, %%ymm14\n\t"           \
   "vfmadd231ps %%ymm1, %%ymm3, %%ymm15\n\t"
+// clang-format on
 
 // Run = 1: `steps` k steps; Run = 3: `steps` runs of 3.
 template <int Run>
