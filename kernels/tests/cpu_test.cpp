@@ -109,16 +109,19 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
     for (Shape s :
          {Shape{1, 1, 1}, Shape{3, 17, 1023}, Shape{17, 3, 5}, Shape{15, 33, 600}, Shape{40, 70, 2100},
           Shape{1, 150, 700}, Shape{1, 64, 33},  // one row: AVX2's row kernel, 1-4 panels a call
-          Shape{7, 48, 300}}) {  // 48 columns: an edge panel of exactly 16 in AVX-512's 32-wide ones
+          Shape{7, 48, 300},       // 48 columns: an edge panel of exactly 16 in AVX-512's 32-wide ones
+          Shape{64, 256, 300}}) {  // 2 threads: AVX2's 13 row panels share out worse than columns
       std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), bias_row(size_t(s.m)),
           bias_col(size_t(s.n));
       for (auto* v : {&a, &b, &bias_row, &bias_col})
         for (float& x : *v)
           x = u(rng);
       const std::vector<double> want = product(a, b, s.m, s.n, s.k);
-      for (int variant = 0; variant < 4; ++variant) {
+      for (int variant = 0; variant < 5; ++variant) {
         // 0: A strided, B packed (dense)   1: A packed, B strided (conv: weights · columns)
         // 2: both strided, accumulate      3: A packed, B by a packing function, 2 threads
+        // 4: as 0 on 2 threads (rows or columns, whichever shares out more evenly)
+        const bool dense = variant == 0 || variant == 4;
         cpu::Operand oa, ob;
         cpu::Packed pa, pb;
         auto packer = [&](int64_t j0, int64_t count, int64_t k0, int64_t kc, int r, float* dst) {
@@ -136,7 +139,7 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
         } else {
           oa.strided = cpu::Strided{a.data(), s.k, 1};
         }
-        if (variant == 0) {
+        if (dense) {
           pb = cpu::Packed(isa, false, s.n, s.k, cpu::Strided{b.data(), 1, s.n});
           ob.packed = &pb;
         } else if (variant == 3) {
@@ -146,16 +149,16 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
         }
         const bool accumulate = variant == 2, relu = variant == 3;
         std::vector<float> c(size_t(s.m * s.n), accumulate ? 0.5f : std::nanf(""));
-        const int threads = variant == 3 ? 2 : 1;
+        const int threads = variant >= 3 ? 2 : 1;
         cpu::Pool pool(threads);
         cpu::Workspace ws(isa, threads);
-        const cpu::Epilogue ep{variant == 1 ? bias_row.data() : nullptr,
-                               variant == 0 ? bias_col.data() : nullptr, relu, accumulate};
+        const cpu::Epilogue ep{variant == 1 ? bias_row.data() : nullptr, dense ? bias_col.data() : nullptr,
+                               relu, accumulate};
         cpu::gemm_f32(isa, s.m, s.n, s.k, oa, ob, c.data(), s.n, ep, ws, &pool);
         for (int64_t i = 0; i < s.m; ++i)
           for (int64_t j = 0; j < s.n; ++j) {
             double w = want[i * s.n + j] + (accumulate ? 0.5 : 0.0);
-            if (variant == 0) w += bias_col[j];
+            if (dense) w += bias_col[j];
             if (variant == 1) w += bias_row[i];
             if (relu) w = std::max(w, 0.0);
             ASSERT_NEAR(c[i * s.n + j], w, 1e-5 * (std::sqrt(double(s.k)) + 1.0))
