@@ -158,8 +158,15 @@ class ImplicitGemmConv final : public Kernel {
     const float* w = ts.at(Arg::wei).as<float>();  // K×(C/G)×R×S: group g's rows are a K_g × depth matrix
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
     indirect_ = !pointwise_ && (isa_ == Isa::avx512 || isa_ == Isa::avx2);
+    // Pointwise with the pixels as C's rows where 16-pixel panels would leave over a tenth
+    // more lanes empty than 5-row panels (AVX2; 7×7 planes: 49 pixels in 64 lanes against 50).
+    const Tile tile = f32_tile(isa_);
+    const int64_t P = cv_.oh() * cv_.ow();
+    pixel_rows_ = pointwise_ && cv_.g == 1 && isa_ == Isa::avx2 &&
+                  ceil_div(P, int64_t(tile.nr)) * tile.nr * 10 > ceil_div(P, int64_t(tile.mr)) * tile.mr * 11;
     packed_.clear();
     chan_a_ = {};
+    sums_ = {};
     if (indirect_ && isa_ == Isa::avx2) {
       // The AVX2 indirect tile's A: 16-channel panels, k-major, channels past K_g zero;
       // group g's panel q at ((g·panels + q)·depth)·16.
@@ -171,6 +178,10 @@ class ImplicitGemmConv final : public Kernel {
         for (int64_t i = 0; i < kg; ++i)
           for (int64_t k = 0; k < depth; ++k)
             chan_a_.data()[((g * panels + i / R) * depth + k) * R + i % R] = w[(g * kg + i) * depth + k];
+    } else if (pixel_rows_) {
+      // Wᵀ (C × K) as the B side: column k is W's row k.
+      packed_.emplace_back(isa_, false, kg, depth, Strided{w, depth, 1});
+      sums_ = AlignedBuffer<float>(size_t(P * kg * (cv_.mb < threads_ ? 1 : threads_)));
     } else {
       for (int64_t g = 0; g < cv_.g; ++g)
         packed_.emplace_back(isa_, true, kg, depth, Strided{w + g * kg * depth, depth, 1});
@@ -213,6 +224,8 @@ class ImplicitGemmConv final : public Kernel {
           for (int64_t s = 0; s < cv_.kw; ++s)
             offsets_.push_back((s * cv_.dw) % cv_.sw * phase + (c * rows_ + r * cv_.dh) * phase_w_ +
                                (s * cv_.dw) / cv_.sw);
+    } else if (pixel_rows_) {
+      ws_ = Workspace(isa_, ctx.threads, true, false, depth);
     } else {
       ws_ = Workspace(isa_, ctx.threads, false, true, depth);
     }
@@ -253,6 +266,11 @@ class ImplicitGemmConv final : public Kernel {
     if (indirect_) {
       for (int64_t n = 0; n < cv_.mb; ++n)
         indirect_image(x + n * cv_.ic * cv_.ih * cv_.iw, bias, y + n * cv_.oc * cv_.oh() * cv_.ow());
+      relu_pass(relu_, ts, pool_.get());
+      return;
+    }
+    if (pixel_rows_) {
+      pixel_rows_product(x, bias, y);
       relu_pass(relu_, ts, pool_.get());
       return;
     }
@@ -301,6 +319,7 @@ class ImplicitGemmConv final : public Kernel {
 
   void release() override {
     packed_.clear();
+    sums_ = {};
     ws_ = {};
     padded_ = {};
     chan_a_ = {};
@@ -313,15 +332,16 @@ class ImplicitGemmConv final : public Kernel {
     const bool pixels = indirect_ && isa_ == Isa::avx2;
     const Tile t = pixels ? Tile{kChannelsAvx2, kPixelsAvx2} : f32_tile(isa_);
     return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
-           (pointwise_  ? " pointwise"
-            : indirect_ ? " indirect"
-                        : " implicit-im2col");
+           (pixel_rows_  ? " pointwise, pixels as rows"
+            : pointwise_ ? " pointwise"
+            : indirect_  ? " indirect"
+                         : " implicit-im2col");
   }
   size_t scratch_bytes() const override {
     size_t b = ws_.bytes() + padded_.bytes() + offsets_.size() * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
-    return b + chan_a_.bytes();
+    return b + chan_a_.bytes() + sums_.bytes();
   }
 
  private:
@@ -359,6 +379,53 @@ class ImplicitGemmConv final : public Kernel {
             d[j] = row[w0 + j * SW];
         }
       }
+  }
+
+  // Pointwise, pixels as rows: per image Cᵀ (P × K) = Xᵀ (P × C) · Wᵀ (C × K) + bias into
+  // sums_, bias and a fused ReLU in the GEMM's epilogue (per column now), then Cᵀ
+  // transposed into y's K rows of P pixels. Batch < threads: the pool shares each image's
+  // product, then its transpose by output channels; else whole images per thread.
+  void pixel_rows_product(const float* x, const float* bias, float* y) {
+    const int64_t P = cv_.oh() * cv_.ow(), C = cv_.ic, K = cv_.oc;
+    Operand b;
+    b.packed = &packed_[0];
+    const Epilogue ep{nullptr, bias, relu_ == Relu::fused, false};
+    auto product = [&](int64_t n, float* sums, int tid) {
+      Operand a;
+      a.strided = Strided{x + n * C * P, 1, P};  // (pixel p, channel c) at p + c·P
+      if (tid < 0)
+        gemm_f32(isa_, P, K, C, a, b, sums, K, ep, ws_, pool_.get());
+      else
+        gemm_f32_serial(isa_, P, K, C, a, b, sums, K, ep, ws_, tid);
+    };
+    // Output channels [k0, k1) of one image from its Cᵀ, 16 channels at a time: each pixel's
+    // 64 contiguous bytes of Cᵀ to 16 rows of y.
+    auto transpose = [&](const float* sums, float* yn, int64_t k0, int64_t k1) {
+      for (int64_t kb = k0; kb < k1; kb += 16) {
+        const int64_t ke = std::min(kb + 16, k1);
+        for (int64_t p = 0; p < P; ++p)
+          for (int64_t k = kb; k < ke; ++k)
+            yn[k * P + p] = sums[p * K + k];
+      }
+    };
+    if (cv_.mb < threads_) {
+      for (int64_t n = 0; n < cv_.mb; ++n) {
+        product(n, sums_.data(), -1);
+        pool_->run([&](int tid, int threads) {
+          const Range part = split(K, 16, tid, threads);
+          transpose(sums_.data(), y + n * K * P, part.first, part.last);
+        });
+      }
+      return;
+    }
+    pool_->run([&](int tid, int threads) {
+      float* sums = sums_.data() + tid * P * K;
+      const Range part = split(cv_.mb, 1, tid, threads);
+      for (int64_t n = part.first; n < part.last; ++n) {
+        product(n, sums, tid);
+        transpose(sums, y + n * K * P, 0, K);
+      }
+    });
   }
 
   // AVX2: padded rows [r0, r1) of one image into a window that starts at padded row row0:
@@ -477,6 +544,7 @@ class ImplicitGemmConv final : public Kernel {
   Isa isa_ = Isa::scalar;
   int threads_ = 1;
   bool pointwise_ = false;
+  bool pixel_rows_ = false;  // pointwise with pixels as C's rows (pixel_rows_product)
   bool indirect_ = false;
   int64_t pad_h_ = 0, phase_w_ = 0;
   int64_t rows_ = 0;           // padded rows held per channel: all (AVX-512), a window (AVX2)
@@ -486,6 +554,7 @@ class ImplicitGemmConv final : public Kernel {
   std::vector<PixelTile> tiles_;  // AVX-512
   std::vector<Pixel> pixels_;     // AVX2
   AlignedBuffer<float> chan_a_;   // AVX2: the weights in 16-channel panels
+  AlignedBuffer<float> sums_;     // pixel_rows_: Cᵀ of one image (per thread where each has images)
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   Workspace ws_;
