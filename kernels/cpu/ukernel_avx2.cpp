@@ -306,24 +306,17 @@ void tile(const UkArgs& u) {
   if (u.last && u.bias_col)
     for (int h = 0; h < 2; ++h)
       bias_col[h] = _mm256_maskload_ps(u.bias_col + 8 * h, mask[h]);
-  const bool full = u.n == NR;
   for (int i = 0; i < M; ++i) {
     float* c = u.c + i * u.ldc;
     for (int h = 0; h < 2; ++h) {
       __m256 v = _mm256_load_ps(t + i * NR + 8 * h);
-      if (u.load_c)
-        v = _mm256_add_ps(v, full ? _mm256_loadu_ps(c + 8 * h) : _mm256_maskload_ps(c + 8 * h, mask[h]));
+      if (u.load_c) v = _mm256_add_ps(v, _mm256_maskload_ps(c + 8 * h, mask[h]));
       if (u.last) {
         if (u.bias_row) v = _mm256_add_ps(v, _mm256_set1_ps(u.bias_row[i]));
         if (u.bias_col) v = _mm256_add_ps(v, bias_col[h]);
         if (u.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
       }
-      if (stream)
-        _mm256_stream_ps(c + 8 * h, v);
-      else if (full)
-        _mm256_storeu_ps(c + 8 * h, v);
-      else
-        _mm256_maskstore_ps(c + 8 * h, mask[h], v);
+      _mm256_maskstore_ps(c + 8 * h, mask[h], v);
     }
   }
 }
