@@ -470,13 +470,11 @@ class ImplicitGemmConv final : public Kernel {
     const int64_t P = cv_.oh() * cv_.ow(), c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
     const int64_t depth = int64_t(offsets_.size()), panels = ceil_div(k_g, int64_t(R));
     const Range px = block_pixels(b);
-    // Depth slices of whole filters (of whole filter rows if a filter is deeper than kKc),
-    // so that no run of a filter row straddles two.
-    const int64_t whole = cv_.kh * cv_.kw;
-    const int64_t slice = whole <= kKc ? kKc / whole * whole : std::max(cv_.kw, kKc / cv_.kw * cv_.kw);
     IndirectPixelsArgs u;
     u.ldc = P;
     u.runs_of_3 = cv_.kw == 3 && cv_.sw == 1 && cv_.dw == 1;
+    // Depth slices in whole runs of 3 where the tile takes them (runs start at multiples of 3).
+    const int64_t slice = u.runs_of_3 ? kKc - kKc % 3 : kKc;
     u.relu = relu_ == Relu::fused;
     for (int64_t g = 0; g < cv_.g; ++g) {
       const float* xg = pad + g * c_g * rows_ * phase_w_;
