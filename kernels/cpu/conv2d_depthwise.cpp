@@ -47,7 +47,7 @@
 //    transposed band by band into a per-thread scratch laid out [rows][W + 2·PW][8] with the
 //    zero border in it (no masks, no edge cases), every output pixel is 9 FMAs of whole
 //    8-channel vectors (weights packed in prepare() as [C/8][3][3][8], 5-6 outputs per
-//    step sharing each loaded input pixel — depthwise_c8.h, shared with
+//    step sharing each loaded input pixel — depthwise_lanes.h, shared with
 //    conv2d.cpu.depthwise_blocked; the zero border written once, when the scratch is), and the
 //    [P][Q][8] result is transposed back into the 8 output planes. The transposes are two 4×4 ones within
 //    128-bit halves (16 half loads, the upper ones by vinsertf128 from memory, 16 in-lane shuffles and 8
@@ -135,7 +135,7 @@
 #include <vector>
 
 #include "kernels/cpu/common.h"
-#include "kernels/cpu/depthwise_c8.h"
+#include "kernels/cpu/depthwise_lanes.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
 
@@ -148,13 +148,10 @@ enum class Load { unit, pair, gather };
 
 // The per-ISA vector operations. Masks are bit masks (bit j: lane j; for Load::pair,
 // bit e: element e of the 2L read).
-struct Avx512 {
-  static constexpr int kLanes = 16;
-  using V = __m512;
+// (kLanes, V, fma, max0, stream, fence: from the channels-as-lanes types, depthwise_lanes.h.)
+struct Avx512 : Lanes16 {
   LB_TARGET_AVX512 static inline V set1(float v) { return _mm512_set1_ps(v); }
-  LB_TARGET_AVX512 static inline V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   LB_TARGET_AVX512 static inline V add(V a, V b) { return _mm512_add_ps(a, b); }
-  LB_TARGET_AVX512 static inline V max0(V a) { return _mm512_max_ps(a, _mm512_setzero_ps()); }
   template <Load LOAD>
   LB_TARGET_AVX512 static inline V load(uint32_t mask, const float* p, int64_t stride) {
     if constexpr (LOAD == Load::unit) {
@@ -176,13 +173,9 @@ struct Avx512 {
   }
 };
 
-struct Avx2 {
-  static constexpr int kLanes = 8;
-  using V = __m256;
+struct Avx2 : Lanes8 {
   LB_TARGET_AVX2 static inline V set1(float v) { return _mm256_set1_ps(v); }
-  LB_TARGET_AVX2 static inline V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   LB_TARGET_AVX2 static inline V add(V a, V b) { return _mm256_add_ps(a, b); }
-  LB_TARGET_AVX2 static inline V max0(V a) { return _mm256_max_ps(a, _mm256_setzero_ps()); }
   // Bit j of `bits` as lane j's all-ones / all-zeros.
   LB_TARGET_AVX2 static inline __m256i lanes(uint32_t bits) {
     const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
@@ -220,9 +213,6 @@ struct Avx2 {
     return _mm256_maskload_ps(p, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes)));
   }
   LB_TARGET_AVX2 static inline void storeu(float* p, V v) { _mm256_storeu_ps(p, v); }
-  // Non-temporal store (p 32-byte aligned), and the fence that orders them before the return.
-  LB_TARGET_AVX2 static inline void stream(float* p, V v) { _mm256_stream_ps(p, v); }
-  LB_TARGET_AVX2 static inline void fence() { _mm_sfence(); }
   LB_TARGET_AVX2 static inline V evens(V lo, V hi) {
     return _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
   }
@@ -993,7 +983,7 @@ LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, co
   float* bin = scratch;
   float* bout = scratch + (8 * pl.in_rows * pl.wp + 15) / 16 * 16;
   __m256 wv[3][3];
-  c8_weights(wg, wv);
+  lane_weights<Lanes8>(wg, wv);
   for (int64_t p0 = 0; p0 < P; p0 += pl.band) {
     const int64_t pb = std::min(pl.band, P - p0), rows = (pb - 1) * S + 3;
     int64_t u = 0;
@@ -1010,9 +1000,10 @@ LB_TARGET_AVX2 inline void c8_group(const Plan& pl, const float* x, float* y, co
       const float* const rows[3] = {src, src + 8 * wp, src + 16 * wp};
       float* dst = bout + 8 * Q * i;
       int64_t q = 0;
-      for (; q + kC8Step[S - 1] <= Q; q += kC8Step[S - 1])
-        c8_outputs<S, kC8Step[S - 1]>(rows, q * S, wv, bg, relu, dst + 8 * q);
-      if (q < Q) c8_last_outputs<S, kC8Step[S - 1] - 1>(rows, q * S, wv, bg, relu, dst + 8 * q, Q - q);
+      constexpr int kStep = Lanes8::kStep[S - 1];
+      for (; q + kStep <= Q; q += kStep)
+        lane_outputs<Lanes8, S, kStep>(rows, q * S, wv, bg, relu, dst + 8 * q);
+      if (q < Q) lane_last_outputs<Lanes8, S, kStep - 1>(rows, q * S, wv, bg, relu, dst + 8 * q, Q - q);
     }
     c8_store(bout, pb * Q, y + p0 * Q, plane);
   }
@@ -1135,7 +1126,7 @@ class CpuConv2dDepthwise final : public Kernel {
       const float* b = ts.at(Arg::bias).as<float>();
       wpack_ = AlignedBuffer<float>(size_t(72 * plan_.groups));
       bpack_ = AlignedBuffer<float>(size_t(8 * plan_.groups));
-      c8_pack(w, b, 8 * plan_.groups, plan_.groups, wpack_.data(), bpack_.data());
+      lane_pack(w, b, 8 * plan_.groups, plan_.groups, 8, wpack_.data(), bpack_.data());
       bands_ = AlignedBuffer<float>(size_t(plan_.scratch_floats * pool_->size()));
     }
   }

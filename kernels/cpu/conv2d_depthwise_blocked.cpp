@@ -1,26 +1,27 @@
 // conv2d.cpu.depthwise_blocked — depthwise 3×3 convolution (G = C = K, stride 1 or 2 both
-// ways, dilation 1), f32, with the activations taken to stay in the channel-blocked layout
-// nChw8c ([N][C/8][H][W][8]) between layers, as conv2d.onednn.blocked takes them to stay in
-// oneDNN's: prepare() converts x from NCHW once, finish() converts y (and relu_dst) back,
-// both untimed; run() is the convolution alone, reading and writing nChw8c. The question it
-// answers: how our compute does against oneDNN's when neither pays for a layout change.
+// ways, dilation 1), f32, with the activations taken to stay in a channel-blocked layout
+// nChwLc ([N][C/L][H][W][L]: nChw16c on AVX-512, nChw8c on AVX2, one vector of channels per
+// pixel) between layers, as conv2d.onednn.blocked takes them to stay in oneDNN's: prepare()
+// converts x from NCHW once, finish() converts y (and relu_dst) back, both untimed; run() is
+// the convolution alone, reading and writing nChwLc. The question it answers: how our
+// compute does against oneDNN's when neither pays for a layout change.
 //
-// Compute: the channels-as-lanes step of conv2d.cpu.depthwise's c8 path (depthwise_c8.h),
-// straight on the blocked tensors instead of on transposed bands: per image and group of 8
+// Compute: the channels-as-lanes step of conv2d.cpu.depthwise's c8 path (depthwise_lanes.h),
+// straight on the blocked tensors instead of on transposed bands: per image and group of L
 // channels (one unit of work, split across the pool as that path splits its units), per
 // output row, the three input rows it reads are three pointers into x (a row of zeros for
 // the rows outside the image), the interior outputs — those whose three tap columns lie
-// inside the row — go kC8Step at a time through c8_outputs(), and the 1-2 outputs per row
+// inside the row — go kStep at a time through lane_outputs(), and the 1-2 outputs per row
 // whose taps reach into the left or right padding one at a time with the taps outside
 // skipped. Bias and relu=fused are in the store; relu=inplace/separate is a pass over the
 // blocked y inside run(), as conv2d.onednn.blocked keeps its ReLU pass in the timed part.
-// C % 8 ≠ 0: the last group is zero-padded (x, weights and bias lanes past C are 0), and
+// C % L ≠ 0: the last group is zero-padded (x, weights and bias lanes past C are 0), and
 // finish() copies back the channels that exist.
 //
 // Prediction (AVX2, per 8 outputs = 8 channels × 1 pixel): bytes, the blocked x and y once:
 // stride 1 32 B in + 32 B out, stride 2 128 B in + 32 B out — the same as NCHW; the c8 path
 // of conv2d.cpu.depthwise moves them twice more, through its bands (in L1). FLOPs: 144 (9
-// FMAs). Instructions: 9 FMAs, 1 store, and (kC8Step outputs sharing each loaded pixel) 4.2
+// FMAs). Instructions: 9 FMAs, 1 store, and (kStep outputs sharing each loaded pixel) 4.2
 // loads at stride 1 (21 per 5), 6.5 at stride 2 (39 per 6): ~15-17, against ~25 (stride 1)
 // and ~40 (stride 2) for the c8 path with its transposes and ~13 for rows_s1. Bound: the
 // FMAs, 4.5 cycles per 8 outputs at 2 per cycle (loads, at 2 per cycle, 2.1-3.3 cycles), so
@@ -43,11 +44,25 @@
 // no gain (dw3 9.3 vs 8.3 ms), so it streams at stride 1 only. Not used: software prefetch
 // of the input (a row ahead + 2-64 KB): dw3 at batch 32 10-20 % slower than the hardware
 // prefetchers alone on these contiguous per-unit streams.
+//
+// AVX-512 (16 lanes, zmm): first written with 8 lanes everywhere. Prediction on the 2-core
+// AMD EPYC Zen 5 VM: its FMA rate on ymm is half that on zmm (layerbench's f32 peak is the
+// zmm one, 231 GFLOP/s at 1 thread), so 8 lanes cap the kernel at 50 % of peak; measured
+// 30-43 % of peak at batch 1 (cache-resident, FMA-bound). The same instructions on zmm do
+// twice the outputs: predicted up to 2× where FMA-bound (batch 1), ~1× where DRAM-bound on
+// the same bytes (batch 32, stride 2). Measured there, 8 against 16 lanes in old and new
+// builds alternately, 3 runs each, fastest repetition per run, median over runs
+// (results/cpu-zen5-2core/2026-12-02_depthwise-16-lanes): 1.03-1.84× faster on all 36
+// cases (batch 1 1.12-1.84×, batch 32 1.03-1.82×), conv2d.onednn.blocked in the same runs
+// 0.92-1.08× (the control). Steps of 8 or 12/10 outputs instead of 5/6 (zmm has the
+// registers), 2 runs: 0.14-1.2× as fast (above 1.1× on three 2-thread cases only, 0.3-0.6×
+// at stride 2); non-temporal y at stride 2, 4 runs of the batch-32 cases: 0.94-1.55×,
+// against 0.98-1.13× for the controls, and slower at 1 thread on two of four: not used.
 #include <algorithm>
 #include <cstdint>
 
 #include "kernels/cpu/common.h"
-#include "kernels/cpu/depthwise_c8.h"
+#include "kernels/cpu/depthwise_lanes.h"
 #include "kernels/cpu/kernels.h"
 #include "kernels/cpu/simd.h"
 
@@ -56,7 +71,7 @@ namespace {
 
 // What every unit shares, fixed in prepare().
 struct Shape {
-  int64_t N = 0, C = 0, groups = 0;  // groups = ceil(C / 8)
+  int64_t N = 0, C = 0, L = 8, groups = 0;  // L channels per block (the lanes), groups = ceil(C / L)
   int64_t H = 0, W = 0, P = 0, Q = 0, S = 1, PH = 0, PW = 0;
   int64_t q_first = 0, q_end = 0;  // the interior outputs of a row: [q_first, q_end)
   // y stored non-temporally (no read for ownership of the lines it overwrites whole): at
@@ -67,89 +82,103 @@ constexpr int64_t kStreamAbove = int64_t(8) << 20;  // bytes of x and y together
 
 // One output whose taps may reach outside the row (input column col0 + s for tap s): the
 // taps outside skipped.
-template <bool STREAM>
-LB_TARGET_AVX2 inline void edge_output(const float* const (&rows)[3], int64_t col0, int64_t W,
-                                       const __m256 (&wv)[3][3], const float* bias, bool relu, float* out) {
-  __m256 acc = _mm256_load_ps(bias);
+template <class I, bool STREAM>
+inline void edge_output(const float* const (&rows)[3], int64_t col0, int64_t W,
+                        const typename I::V (&wv)[3][3], const float* bias, bool relu, float* out) {
+  constexpr int L = I::kLanes;
+  typename I::V acc = I::load(bias);
   for (int r = 0; r < 3; ++r)
     for (int s = 0; s < 3; ++s)
-      if (col0 + s >= 0 && col0 + s < W)
-        acc = _mm256_fmadd_ps(_mm256_load_ps(rows[r] + 8 * (col0 + s)), wv[r][s], acc);
-  const __m256 v = relu ? _mm256_max_ps(acc, _mm256_setzero_ps()) : acc;
+      if (col0 + s >= 0 && col0 + s < W) acc = I::fma(I::load(rows[r] + L * (col0 + s)), wv[r][s], acc);
+  const typename I::V v = relu ? I::max0(acc) : acc;
   if constexpr (STREAM)
-    _mm256_stream_ps(out, v);
+    I::stream(out, v);
   else
-    _mm256_store_ps(out, v);
+    I::store(out, v);
 }
 
-// One image's group of 8 channels: x is its H×W×8 block, y its P×Q×8 block, wg / bg the
+// One image's group of L channels: x is its H×W×L block, y its P×Q×L block, wg / bg the
 // group's packed weights and bias, zero a row of W zero pixels.
-template <int S, bool STREAM>
-LB_TARGET_AVX2 inline void group(const Shape& sh, const float* x, float* y, const float* wg, const float* bg,
-                                 bool relu, const float* zero) {
-  constexpr int kStep = kC8Step[S - 1];
+template <class I, int S, bool STREAM>
+inline void group(const Shape& sh, const float* x, float* y, const float* wg, const float* bg, bool relu,
+                  const float* zero) {
+  constexpr int L = I::kLanes, kStep = I::kStep[S - 1];
   const int64_t W = sh.W, Q = sh.Q;
-  __m256 wv[3][3];
-  c8_weights(wg, wv);
+  typename I::V wv[3][3];
+  lane_weights<I>(wg, wv);
   for (int64_t p = 0; p < sh.P; ++p) {
     const float* rows[3];
     for (int r = 0; r < 3; ++r) {
       const int64_t h = p * S - sh.PH + r;
-      rows[r] = h >= 0 && h < sh.H ? x + 8 * W * h : zero;
+      rows[r] = h >= 0 && h < sh.H ? x + L * W * h : zero;
     }
-    float* out = y + 8 * Q * p;
+    float* out = y + L * Q * p;
     int64_t q = 0;
     for (; q < std::min(sh.q_first, Q); ++q)
-      edge_output<STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + 8 * q);
+      edge_output<I, STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + L * q);
     for (; q + kStep <= sh.q_end; q += kStep)
-      c8_outputs<S, kStep, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + 8 * q);
+      lane_outputs<I, S, kStep, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + L * q);
     if (q < sh.q_end) {
-      c8_last_outputs<S, kStep - 1, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + 8 * q, sh.q_end - q);
+      lane_last_outputs<I, S, kStep - 1, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + L * q,
+                                                 sh.q_end - q);
       q = sh.q_end;
     }
     for (; q < Q; ++q)
-      edge_output<STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + 8 * q);
+      edge_output<I, STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + L * q);
   }
 }
 
 // Units [first, last) of the N·groups (image n, group g).
-__attribute__((target("avx2,fma"), flatten)) void units_avx2(const Shape& sh, const float* x, float* y,
-                                                             const float* wpack, const float* bpack,
-                                                             bool relu, const float* zero, int64_t first,
-                                                             int64_t last) {
-  const int64_t in = 8 * sh.H * sh.W, out = 8 * sh.P * sh.Q;
+template <class I>
+inline void units(const Shape& sh, const float* x, float* y, const float* wpack, const float* bpack,
+                  bool relu, const float* zero, int64_t first, int64_t last) {
+  constexpr int L = I::kLanes;
+  const int64_t in = L * sh.H * sh.W, out = L * sh.P * sh.Q;
   for (int64_t u = first; u < last; ++u) {
     const int64_t g = u % sh.groups;
     const float* xu = x + u * in;
     float* yu = y + u * out;
-    const float *wg = wpack + 72 * g, *bg = bpack + 8 * g;
+    const float *wg = wpack + 9 * L * g, *bg = bpack + L * g;
     if (sh.S == 2)
-      group<2, false>(sh, xu, yu, wg, bg, relu, zero);
+      group<I, 2, false>(sh, xu, yu, wg, bg, relu, zero);
     else if (sh.stream)
-      group<1, true>(sh, xu, yu, wg, bg, relu, zero);
+      group<I, 1, true>(sh, xu, yu, wg, bg, relu, zero);
     else
-      group<1, false>(sh, xu, yu, wg, bg, relu, zero);
+      group<I, 1, false>(sh, xu, yu, wg, bg, relu, zero);
   }
-  if (sh.stream) _mm_sfence();  // the non-temporal stores ordered before run() returns
+  if (sh.stream) I::fence();  // the non-temporal stores ordered before run() returns
+}
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma"), flatten)) void units_avx512(
+    const Shape& sh, const float* x, float* y, const float* wpack, const float* bpack, bool relu,
+    const float* zero, int64_t first, int64_t last) {
+  units<Lanes16>(sh, x, y, wpack, bpack, relu, zero, first, last);
+}
+__attribute__((target("avx2,fma"), flatten)) void units_avx2(const Shape& sh, const float* x, float* y,
+                                                             const float* wpack, const float* bpack,
+                                                             bool relu, const float* zero, int64_t first,
+                                                             int64_t last) {
+  units<Lanes8>(sh, x, y, wpack, bpack, relu, zero, first, last);
 }
 
-// NCHW (C channels) ↔ nChw8c (groups of 8, the lanes past C zero) of `plane` = H·W pixels each.
-void to_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t groups, int64_t plane) {
+// NCHW (C channels) ↔ nChwLc (groups of L, the lanes past C zero) of `plane` = H·W pixels each.
+void to_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t L, int64_t groups,
+                int64_t plane) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c) {
       const float* s = src + (n * C + c) * plane;
-      float* d = dst + (n * groups + c / 8) * 8 * plane + c % 8;
+      float* d = dst + (n * groups + c / L) * L * plane + c % L;
       for (int64_t i = 0; i < plane; ++i)
-        d[8 * i] = s[i];
+        d[L * i] = s[i];
     }
 }
-void from_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t groups, int64_t plane) {
+void from_blocked(const float* src, float* dst, int64_t N, int64_t C, int64_t L, int64_t groups,
+                  int64_t plane) {
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c) {
-      const float* s = src + (n * groups + c / 8) * 8 * plane + c % 8;
+      const float* s = src + (n * groups + c / L) * L * plane + c % L;
       float* d = dst + (n * C + c) * plane;
       for (int64_t i = 0; i < plane; ++i)
-        d[i] = s[8 * i];
+        d[i] = s[L * i];
     }
 }
 
@@ -168,9 +197,12 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     const Conv2d& c = p.conv();
     relu_ = p.relu;
+    avx512_ = best_isa() == Isa::avx512;
+    const int64_t L = avx512_ ? Lanes16::kLanes : Lanes8::kLanes;
     sh_ = Shape{.N = c.mb,
                 .C = c.ic,
-                .groups = ceil_div(c.ic, 8),
+                .L = L,
+                .groups = ceil_div(c.ic, L),
                 .H = c.ih,
                 .W = c.iw,
                 .P = c.oh(),
@@ -184,18 +216,18 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
     sh_.q_end = std::max(sh_.q_end, sh_.q_first);
     sh_.stream =
         sh_.S == 1 &&
-        int64_t(sizeof(float)) * sh_.N * 8 * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kStreamAbove;
+        int64_t(sizeof(float)) * sh_.N * L * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kStreamAbove;
     pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));
     const int64_t blocks = sh_.N * sh_.groups;
-    x_ = AlignedBuffer<float>(size_t(blocks * 8 * sh_.H * sh_.W));
-    y_ = AlignedBuffer<float>(size_t(blocks * 8 * sh_.P * sh_.Q));
+    x_ = AlignedBuffer<float>(size_t(blocks * L * sh_.H * sh_.W));
+    y_ = AlignedBuffer<float>(size_t(blocks * L * sh_.P * sh_.Q));
     if (relu_ == Relu::separate) r_ = AlignedBuffer<float>(y_.size());
-    zero_ = AlignedBuffer<float>(size_t(8 * sh_.W));
-    wpack_ = AlignedBuffer<float>(size_t(72 * sh_.groups));
-    bpack_ = AlignedBuffer<float>(size_t(8 * sh_.groups));
-    c8_pack(ts.at(Arg::wei).as<float>(), ts.at(Arg::bias).as<float>(), sh_.C, sh_.groups, wpack_.data(),
-            bpack_.data());
-    to_blocked(ts.at(Arg::src).as<float>(), x_.data(), sh_.N, sh_.C, sh_.groups, sh_.H * sh_.W);
+    zero_ = AlignedBuffer<float>(size_t(L * sh_.W));
+    wpack_ = AlignedBuffer<float>(size_t(9 * L * sh_.groups));
+    bpack_ = AlignedBuffer<float>(size_t(L * sh_.groups));
+    lane_pack(ts.at(Arg::wei).as<float>(), ts.at(Arg::bias).as<float>(), sh_.C, sh_.groups, int(L),
+              wpack_.data(), bpack_.data());
+    to_blocked(ts.at(Arg::src).as<float>(), x_.data(), sh_.N, sh_.C, L, sh_.groups, sh_.H * sh_.W);
   }
 
   void run(TensorSet&) override {
@@ -203,9 +235,9 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
     const bool fused = relu_ == Relu::fused;
     pool_->run([&](int tid, int n) {
       const Range range = split(units, 1, tid, n);
-      if (range.first < range.last)
-        units_avx2(sh_, x_.data(), y_.data(), wpack_.data(), bpack_.data(), fused, zero_.data(), range.first,
-                   range.last);
+      if (range.first >= range.last) return;
+      (avx512_ ? units_avx512 : units_avx2)(sh_, x_.data(), y_.data(), wpack_.data(), bpack_.data(), fused,
+                                            zero_.data(), range.first, range.last);
     });
     if (relu_ != Relu::inplace && relu_ != Relu::separate) return;
     // The ReLU pass over the blocked y, as relu_pass() does over a tensor (NaN kept).
@@ -221,9 +253,9 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
 
   void finish(TensorSet& ts) override {
     const int64_t plane = sh_.P * sh_.Q;
-    from_blocked(y_.data(), ts.at(Arg::dst).as<float>(), sh_.N, sh_.C, sh_.groups, plane);
+    from_blocked(y_.data(), ts.at(Arg::dst).as<float>(), sh_.N, sh_.C, sh_.L, sh_.groups, plane);
     if (relu_ == Relu::separate)
-      from_blocked(r_.data(), ts.at(Arg::relu_dst).as<float>(), sh_.N, sh_.C, sh_.groups, plane);
+      from_blocked(r_.data(), ts.at(Arg::relu_dst).as<float>(), sh_.N, sh_.C, sh_.L, sh_.groups, plane);
   }
 
   void release() override {
@@ -233,7 +265,8 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
   }
 
   std::string details() const override {
-    return std::string("avx2, x and y nChw8c") + (sh_.stream ? ", y non-temporal" : "");
+    return std::string(avx512_ ? "avx512, x and y nChw16c" : "avx2, x and y nChw8c") +
+           (sh_.stream ? ", y non-temporal" : "");
   }
 
   size_t scratch_bytes() const override {
@@ -242,8 +275,9 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
 
  private:
   Relu relu_ = Relu::none;
+  bool avx512_ = false;  // 16 channels per block (nChw16c) on zmm registers, else 8 (nChw8c) on ymm
   Shape sh_;
-  // x and y (and relu_dst) in nChw8c, a row of zeros, packed weights and bias.
+  // x and y (and relu_dst) in nChwLc, a row of zeros, packed weights and bias.
   AlignedBuffer<float> x_, y_, r_, zero_, wpack_, bpack_;
   std::unique_ptr<Pool> pool_;
 };

@@ -62,8 +62,8 @@ void register_cpu(Registry& r) {
          .multithreaded = true},
         [] { return make_depthwise_conv2d(); });
   r.add({.id = "conv2d.cpu.depthwise_blocked",
-         .idea = "depthwise 3x3 on nChw8c activations (x reordered in prepare, y in finish, untimed): 8 "
-                 "channels as the lanes, 9 FMAs per output vector",
+         .idea = "depthwise 3x3 on nChw16c (AVX-512) or nChw8c (AVX2) activations (x reordered in prepare, "
+                 "y in finish, untimed): the channels as the lanes, 9 FMAs per output vector",
          .accumulation = "f32",
          .multithreaded = true,
          .opt_in = true},

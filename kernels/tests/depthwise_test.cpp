@@ -144,12 +144,13 @@ TEST(Depthwise, MatchesTheReferenceOnTheChannelLanesPath) {
   }
 }
 
-// conv2d.cpu.depthwise_blocked (nChw8c in and out, converted in prepare() / finish()): C a
-// multiple of 8 and not (a zero-padded last group), planes with no interior output (every
-// tap column check taken) and with one, widths that leave a rest of kC8Step, padding 0 to 3
-// (rows of zeros above and below, outputs in the left and right padding), ReLU fused, in
-// place and separate; stride 1 and 2; x and y in the caches and past them; one thread and two. Where the CPU
-// lacks AVX2 it must decline every one.
+// conv2d.cpu.depthwise_blocked (nChw16c on AVX-512, nChw8c on AVX2 — the ctest
+// unit_cpu_forced_avx2 runs this with LB_CPU_ISA=avx2 — converted in prepare() / finish()):
+// C a multiple of the lanes and not (a zero-padded last group: 8, 13, 24 on 16 lanes),
+// planes with no interior output (every tap column check taken) and with one, widths that
+// leave a rest of kStep, padding 0 to 3 (rows of zeros above and below, outputs in the left
+// and right padding), ReLU fused, in place and separate; stride 1 and 2; x and y in the
+// caches and past them; one thread and two. Where the CPU lacks AVX2 it must decline every one.
 TEST(Depthwise, BlockedMatchesTheReference) {
   const KernelEntry* blocked = registry().find("conv2d.cpu.depthwise_blocked");
   ASSERT_NE(blocked, nullptr);
