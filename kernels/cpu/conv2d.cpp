@@ -11,12 +11,17 @@
 // C rows are output channels and columns are pixels, so the tile is stored straight into
 // NCHW rows; W, packed once in prepare(), is the A side; bias runs along C's rows.
 // 1×1 stride-1 unpadded (pointwise) convolutions skip the im2col logic: col is the input
-// itself, C_g × P with pixels contiguous, handed to the driver as a strided matrix. On AVX2,
-// where P fills 16-pixel panels badly (7×7: 49 pixels in 64 lanes), the product runs the
-// other way round, Cᵀ = Xᵀ · Wᵀ with the pixels in 5-row panels (50 lanes), and Cᵀ is
-// transposed into y: predicted ≤ 1.28×; measured on the 2-core AMD EPYC Zen 3 VM (old and
-// new builds alternately, 3 runs; results/cpu-zen3-2core/2026-12-02_pointwise-pixel-rows)
-// MobileNet's pw13 1.27× / 1.34× and pw14 1.22× / 1.37× faster at 1 / 2 threads.
+// itself, C_g × P with pixels contiguous, handed to the driver as a strided matrix. Where P
+// fills pixel panels badly (AVX2 7×7: 49 pixels in 64 lanes of 16-pixel panels), the product
+// runs the other way round, Cᵀ = Xᵀ · Wᵀ with the pixels in row panels (AVX2 5 rows: 50
+// lanes), and Cᵀ is transposed into y: predicted ≤ 1.28× (AVX2), measured on the 2-core AMD
+// EPYC Zen 3 VM (old and new builds alternately, 3 runs;
+// results/cpu-zen3-2core/2026-12-02_pointwise-pixel-rows) MobileNet's pw13 1.27× / 1.34×
+// and pw14 1.22× / 1.37× faster at 1 / 2 threads. AVX-512 (32-pixel panels, 14-row panels):
+// 7×7 64 lanes against 56, 14×14 224 against 196, predicted ≤ 1.14×; measured on the 2-core
+// AMD EPYC Zen 5 VM (3 runs; results/cpu-zen5-2core/2026-12-02_pointwise-pixel-rows) pw13
+// 1.21× / 1.17×, pw14 1.24× / 1.16× (batch 8 1.24× / 1.29×), pw8 (14×14) 1.06× / 1.03× —
+// 7×7 more than its lanes predict, 14×14 less; not profiled further.
 // On AVX-512 and AVX2 there is no packing of col at all (indirect GEMM): the image is copied
 // into a zero-padded buffer (split into SW phase images for width stride SW), and row
 // k = (c, r, s) of a tile's B is read at a fixed offset from each pixel's place in that buffer
@@ -163,11 +168,12 @@ class ImplicitGemmConv final : public Kernel {
     const float* w = ts.at(Arg::wei).as<float>();  // K×(C/G)×R×S: group g's rows are a K_g × depth matrix
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
     indirect_ = !pointwise_ && (isa_ == Isa::avx512 || isa_ == Isa::avx2);
-    // Pointwise with the pixels as C's rows where 16-pixel panels would leave over a tenth
-    // more lanes empty than 5-row panels (AVX2; 7×7 planes: 49 pixels in 64 lanes against 50).
+    // Pointwise with the pixels as C's rows where pixel panels (NR wide) would leave over a
+    // tenth more lanes empty than row panels (MR): AVX2 16 / 5, 7×7 planes 64 lanes against
+    // 50; AVX-512 32 / 14, 7×7 64 against 56 and 14×14 224 against 196. (Scalar: unmeasured.)
     const Tile tile = f32_tile(isa_);
     const int64_t P = cv_.oh() * cv_.ow();
-    pixel_rows_ = pointwise_ && cv_.g == 1 && isa_ == Isa::avx2 &&
+    pixel_rows_ = pointwise_ && cv_.g == 1 && isa_ != Isa::scalar &&
                   ceil_div(P, int64_t(tile.nr)) * tile.nr * 10 > ceil_div(P, int64_t(tile.mr)) * tile.mr * 11;
     packed_.clear();
     chan_a_ = {};
