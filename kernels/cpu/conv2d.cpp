@@ -26,9 +26,12 @@
 // into a zero-padded buffer (split into SW phase images for width stride SW), and row
 // k = (c, r, s) of a tile's B is read at a fixed offset from each pixel's place in that buffer
 // (an offsets table made in prepare()).
-//   AVX-512 (ukr_f32_indirect_avx512): 14 output channels × 32 pixels within one output row,
-//   B row k = 32 consecutive floats. Packing col measured 31 % of the time on the 3×3 56×56
-//   layer and most of it on AlexNet's stride-4 conv1; the padded copy costs one pass.
+//   AVX-512 (ukr_f32_indirect_avx512): 14 output channels × 32 pixels, B row k = 32
+//   consecutive floats. Packing col measured 31 % of the time on the 3×3 56×56 layer and
+//   most of it on AlexNet's stride-4 conv1; the padded copy costs one pass. Output rows at
+//   least 32 wide are cut into tiles in raster order, a tile running past a row's end into
+//   the next (its lanes from there loaded from the next row and merged: 2 loads more per k
+//   step against 28 FMAs); narrower rows, a tile or two per row.
 //   AVX2 (ukr_f32_indirect_pixels_avx2): the roles swapped, 16 output channels in the lanes
 //   (A as aligned vectors of 16-channel weight panels) × 6 pixels anywhere (raster order,
 //   across output rows: no lane is wasted on a row's end), each pixel's B row k one float
@@ -48,7 +51,13 @@
 // packed path first: building col, 1.8 M copies against 64 FMAs each, "a few %" — measured
 // 31 %, hence the indirect path.) AlexNet conv1 (11×11 stride 4, C = 3, 55-pixel rows): the
 // same lane loss, K = 363 in one slice; measured 70 % of peak once its phase images were made
-// without a division per element (before: 48 %).
+// without a division per element (before: 48 %). Tiles across rows then take the lanes from
+// 56 / 64 (3×3) and 55 / 64 (AlexNet) to all but the last tile's: predicted ≤ 1.14× and
+// ≤ 1.16×. Measured on the 2-core AMD EPYC Zen 5 VM (old and new builds alternately, 3 runs;
+// results/cpu-zen5-2core/2026-12-02_conv-tiles-across-rows): 3×3 batch 1 1.11× / 1.12×,
+// batch 8 1.13× / 1.13×, AlexNet conv1 1.14× / 1.12× faster at 1 / 2 threads; against
+// conv2d.onednn.blocked after, 0.95-0.97× and 0.89-0.91×. (The 8-row edge tile with merging
+// masked loads instead of a blend: 1.8× slower, AlexNet as a whole 1.01×.)
 // Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
 // is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
 // the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:
@@ -207,7 +216,13 @@ class ImplicitGemmConv final : public Kernel {
       tiles_.clear();
       pixels_.clear();
       rows_ = pad_h_;
-      if (isa_ == Isa::avx512) {
+      if (isa_ == Isa::avx512 && cv_.ow() >= kTileWidth) {
+        // Tiles of 32 pixels in raster order: one crossing a row's end takes the next row's
+        // first pixels (at most one crossing, rows being at least a tile wide).
+        const int64_t P = cv_.oh() * cv_.ow();
+        for (int64_t j = 0; j < P; j += kTileWidth)
+          tiles_.push_back({j / cv_.ow(), j % cv_.ow(), std::min<int64_t>(kTileWidth, P - j)});
+      } else if (isa_ == Isa::avx512) {
         for (int64_t oh = 0; oh < cv_.oh(); ++oh)
           for (int64_t ow = 0; ow < cv_.ow(); ow += kTileWidth)
             tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, cv_.ow() - ow)});
@@ -524,9 +539,11 @@ class ImplicitGemmConv final : public Kernel {
       IndirectArgs u;
       u.ldc = P;
       u.relu = relu_ == Relu::fused;
+      u.next_row = cv_.sh * phase_w_ - cv_.ow();
       for (int64_t i = part.first; i < part.last; ++i) {
         const PixelTile& pt = tiles_[size_t(i)];
         u.n = int(pt.n);
+        u.split = pt.ow + pt.n > cv_.ow() ? int(cv_.ow() - pt.ow) : int(kTileWidth);
         for (int64_t g = 0; g < cv_.g; ++g) {
           const float* xg = pad + (g * c_g * pad_h_ + pt.oh * cv_.sh) * phase_w_ + pt.ow;
           for (int64_t m0 = 0; m0 < k_g; m0 += t.mr) {

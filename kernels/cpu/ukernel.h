@@ -46,13 +46,17 @@ namespace lb::cpu {
 
 // Indirect f32 tile (AVX-512, 14×32 at most): B is not packed but read straight from a
 // zero-padded input image, row k of the tile's B being the 32 floats at x + off[k]
-// (convolution with unit width stride: a tile's pixels are consecutive in one input row).
+// (convolution with unit width stride: a tile's pixels are consecutive in one input row),
+// or, for a tile that runs past its output row's end into the next, lanes < split from
+// x + off[k] and lanes ≥ split from x + next_row + off[k].
 struct IndirectArgs {
   int64_t kc = 0;
   const float* a = nullptr;      // A micro-panel, 14 rows, k-major
   const float* x = nullptr;      // the tile's first pixel in the padded image; 32 floats are
                                  // read at every x + off[k], whatever n (see the kernel)
   const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
+  int split = 32;                // lanes from the next output row: [split, 32); 32 = none
+  int64_t next_row = 0;          // floats from a row's pixel to the next row's, less the row's width
   float* c = nullptr;
   int64_t ldc = 0;
   int m = 0, n = 0;

@@ -485,14 +485,28 @@ void full_f32_tile_to_c(const UkArgs& u) {
 // accumulators in memory, storing each on every k step.
 // The k loop alone, on plain values (GCC kept the accumulators in memory when the loop sat
 // in the function that also builds the epilogue's arguments).
-template <int M>
-void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t) {
+// Lanes [split, 32) as a bit mask (0 < split < 32): B's lanes from the next output row.
+inline uint32_t next_lanes(int split) {
+  return ~((uint32_t(1) << split) - 1);
+}
+
+// CROSS: lanes ≥ split of B from the next output row (IndirectArgs): both rows' 32 floats
+// loaded whole (x + next_row + off[k] + 31 lies within what the next row's own tiles read)
+// and blended; merging masked loads made GCC keep the accumulators in memory here too, the
+// 8-row tile of AlexNet's conv1 then 1.8× slower.
+template <int M, bool CROSS>
+void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t, uint32_t next_lanes,
+                   int64_t next_row) {
   __m512 acc[M][2];
   for (int i = 0; i < M; ++i)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k, a += MR) {
     const float* b = x + off[k];
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+    if constexpr (CROSS) {
+      b0 = _mm512_mask_blend_ps(__mmask16(next_lanes), b0, _mm512_loadu_ps(b + next_row));
+      b1 = _mm512_mask_blend_ps(__mmask16(next_lanes >> 16), b1, _mm512_loadu_ps(b + next_row + 16));
+    }
     for (int i = 0; i < M; ++i) {
       const __m512 ai = _mm512_set1_ps(a[i]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
@@ -515,7 +529,10 @@ void indirect_tile(const IndirectArgs& ia) {
   u.relu = ia.relu;
   prefetch_c<M>(u);
   alignas(64) float t[M * NR];
-  indirect_sums<M>(ia.kc, ia.a, ia.x, ia.off, t);
+  if (ia.split < NR)
+    indirect_sums<M, true>(ia.kc, ia.a, ia.x, ia.off, t, next_lanes(ia.split), ia.next_row);
+  else
+    indirect_sums<M, false>(ia.kc, ia.a, ia.x, ia.off, t, 0, 0);
   finish<M>(u, t);
 }
 template <int M>
@@ -525,7 +542,9 @@ struct Indirect {
 
 // The full 14-row indirect tile in assembly, as the packed one (GCC spills this one's
 // accumulators too): per k step an offset from the table, two loads of B from the padded
-// image, 14 broadcasts of A, 28 FMAs.
+// image, 14 broadcasts of A, 28 FMAs; a tile crossing into the next output row two masked
+// loads more (lanes ≥ split from x + next_row).
+template <bool CROSS>
 void indirect_full_tile(const IndirectArgs& ia) {
   UkArgs u;
   u.c = ia.c;
@@ -541,7 +560,10 @@ void indirect_full_tile(const IndirectArgs& ia) {
   const float* a = ia.a;
   const int64_t* off = ia.off;
   int64_t steps = ia.kc, tmp = 0;
+  const uint32_t lanes = CROSS ? next_lanes(ia.split) : 0;
   asm volatile(
+      "kmovw %k[lo], %%k1\n\t"
+      "kmovw %k[hi], %%k2\n\t"
       LB_ZERO_ACCS
       "test %[steps], %[steps]\n\t"
       "jz 2f\n\t"
@@ -549,6 +571,10 @@ void indirect_full_tile(const IndirectArgs& ia) {
       "mov (%[off]), %[tmp]\n\t"
       "vmovups (%[x], %[tmp], 4), %%zmm0\n\t"
       "vmovups 64(%[x], %[tmp], 4), %%zmm1\n\t"
+      ".if %c[cross]\n\t"
+      "vmovups (%[x2], %[tmp], 4), %%zmm0 %{%%k1%}\n\t"
+      "vmovups 64(%[x2], %[tmp], 4), %%zmm1 %{%%k2%}\n\t"
+      ".endif\n\t"
   LB_14_ROWS(LB_ROW_FMA)
       "add $56, %[a]\n\t"
       "add $8, %[off]\n\t"
@@ -557,8 +583,9 @@ void indirect_full_tile(const IndirectArgs& ia) {
       "2:\n\t"
       LB_STORE_T
       : [a] "+r"(a), [off] "+r"(off), [steps] "+r"(steps), [tmp] "=&r"(tmp)
-      : [x] "r"(ia.x), [t] "r"(t)
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc");
+      : [x] "r"(ia.x), [x2] "r"(ia.x + ia.next_row), [t] "r"(t), [lo] "r"(lanes & 0xffff), [hi] "r"(lanes >> 16),
+        [cross] "i"(CROSS ? 1 : 0)
+      : "k1", "k2", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc");
   finish<MR>(u, t);
 }
 
@@ -626,7 +653,7 @@ void ukr_u8s8_avx512(const UkArgs& u) {
 }
 
 void ukr_f32_indirect_avx512(const IndirectArgs& u) {
-  if (u.m == MR) return indirect_full_tile(u);
+  if (u.m == MR) return u.split < NR ? indirect_full_tile<true>(u) : indirect_full_tile<false>(u);
   dispatch<Indirect>(u);
 }
 
