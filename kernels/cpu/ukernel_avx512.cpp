@@ -495,8 +495,8 @@ inline uint32_t next_lanes(int split) {
 // and blended; merging masked loads made GCC keep the accumulators in memory here too, the
 // 8-row tile of AlexNet's conv1 then 1.8× slower.
 template <int M, bool CROSS>
-void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t, uint32_t next_lanes,
-                   int64_t next_row) {
+void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t,
+                   uint32_t next_lanes, int64_t next_row) {
   __m512 acc[M][2];
   for (int i = 0; i < M; ++i)
     acc[i][0] = acc[i][1] = _mm512_setzero_ps();
