@@ -104,7 +104,8 @@ struct Epilogue {
   bool relu = false;
   bool accumulate = false;  // C += A·B instead of C = A·B
   // C is far larger than the caches: where the driver writes it once (K in one slice), full
-  // tiles go straight to memory (non-temporal stores; AVX2 only), no read for ownership.
+  // tiles go straight to memory (non-temporal stores; AVX2 and AVX-512 f32), no read for
+  // ownership.
   bool stream = false;
 };
 
