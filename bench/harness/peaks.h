@@ -28,7 +28,7 @@ struct Peak {
   std::string kind;
   int threads = 1;
   double ops_per_second = 0;  // FLOP/s (int8: multiply-add ops/s, 2 per product); bandwidths B/s
-  std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 12 chains, 0.25 s"
+  std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 24 independent chains, best of 5 uncontended"
   bool contended = false;     // no repetition had every core to itself (how says so too)
   int cores = 0;              // the cores this process could run on when it was measured (CPU peaks)
 };

@@ -159,6 +159,13 @@ for absurd in -5 0 1e30; do
 done
 absent '"ops_per_second": (-|0[,.]|1e\+?30)' cache/peaks.json
 
+# A cached peak measured another way than this build measures it is measured again.
+sed -i -E 's/vfmadd231ps (zmm|ymm), [0-9]+ independent chains/vfmadd231ps \1, 5 independent chains/' "$peaks"
+LAYERBENCH_PEAKS=$peaks expect 0 "cached f32_fma peak on 1 threads was measured another way \(.*5 independent chains" -- \
+  run --threads 1 --out "$tmp/one.json"
+present 'measuring the f32_fma peak on 1 thread' err
+absent ', 5 independent chains' cache/peaks.json
+
 # An unwritable cache: one warning, the temporary directory instead, named in the context;
 # the next run reads it there and measures nothing. Nowhere writable: "none".
 touch "$tmp/file"
