@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,7 +109,7 @@ __attribute__((target("avx512f,avx512vnni"))) float i8_dot_avx512(long iters) {
     s = _mm512_add_epi32(s, acc[j]);
   int out[16];
   _mm512_storeu_si512(out, s);
-  return float(out[0] + out[15]);
+  return float(int64_t(out[0]) + out[15]);  // the lanes wrap (-12 per step): no int overflow here
 }
 
 // AVX2 without VNNI: vpmaddubsw, 32 u8 × s8 products per instruction with pairs summed to
