@@ -56,8 +56,9 @@
 // ≤ 1.16×. Measured on the 2-core AMD EPYC Zen 5 VM (old and new builds alternately, 3 runs;
 // results/cpu-zen5-2core/2026-12-02_conv-tiles-across-rows): 3×3 batch 1 1.11× / 1.12×,
 // batch 8 1.13× / 1.13×, AlexNet conv1 1.14× / 1.12× faster at 1 / 2 threads; against
-// conv2d.onednn.blocked after, 0.95-0.97× and 0.89-0.91×. (The 8-row edge tile with merging
-// masked loads instead of a blend: 1.8× slower, AlexNet as a whole 1.01×.)
+// conv2d.onednn.blocked after, 0.95-0.97× and 0.89-0.91×. (The 8-row edge tile merging by
+// masked loads instead of a blend: its share of AlexNet conv1's perf samples 11 % → 21 %,
+// the layer as a whole 1.01×.)
 // Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
 // is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
 // the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:

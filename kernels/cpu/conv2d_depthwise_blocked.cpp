@@ -46,9 +46,10 @@
 // prefetchers alone on these contiguous per-unit streams.
 //
 // AVX-512 (16 lanes, zmm): first written with 8 lanes everywhere. Prediction on the 2-core
-// AMD EPYC Zen 5 VM: its FMA rate on ymm is half that on zmm (layerbench's f32 peak is the
-// zmm one, 231 GFLOP/s at 1 thread), so 8 lanes cap the kernel at 50 % of peak; measured
-// 30-43 % of peak at batch 1 (cache-resident, FMA-bound). The same instructions on zmm do
+// AMD EPYC Zen 5 VM: its FMA rate on ymm is half that on zmm (measured there, 12 chains, 1
+// thread: 117-119 against 237-240 GFLOP/s; layerbench's f32 peak is the zmm one), so 8
+// lanes cap the kernel at 50 % of peak; it ran at 30-43 % of peak at batch 1
+// (cache-resident, FMA-bound). The same instructions on zmm do
 // twice the outputs: predicted up to 2× where FMA-bound (batch 1), ~1× where DRAM-bound on
 // the same bytes (batch 32, stride 2). Measured there, 8 against 16 lanes in old and new
 // builds alternately, 3 runs each, fastest repetition per run, median over runs
@@ -197,8 +198,7 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     const Conv2d& c = p.conv();
     relu_ = p.relu;
-    avx512_ = best_isa() == Isa::avx512;
-    const int64_t L = avx512_ ? Lanes16::kLanes : Lanes8::kLanes;
+    const int64_t L = best_isa() == Isa::avx512 ? Lanes16::kLanes : Lanes8::kLanes;
     sh_ = Shape{.N = c.mb,
                 .C = c.ic,
                 .L = L,
@@ -236,8 +236,9 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
     pool_->run([&](int tid, int n) {
       const Range range = split(units, 1, tid, n);
       if (range.first >= range.last) return;
-      (avx512_ ? units_avx512 : units_avx2)(sh_, x_.data(), y_.data(), wpack_.data(), bpack_.data(), fused,
-                                            zero_.data(), range.first, range.last);
+      (sh_.L == Lanes16::kLanes ? units_avx512 : units_avx2)(sh_, x_.data(), y_.data(), wpack_.data(),
+                                                             bpack_.data(), fused, zero_.data(), range.first,
+                                                             range.last);
     });
     if (relu_ != Relu::inplace && relu_ != Relu::separate) return;
     // The ReLU pass over the blocked y, as relu_pass() does over a tensor (NaN kept).
@@ -265,7 +266,7 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
   }
 
   std::string details() const override {
-    return std::string(avx512_ ? "avx512, x and y nChw16c" : "avx2, x and y nChw8c") +
+    return std::string(sh_.L == Lanes16::kLanes ? "avx512, x and y nChw16c" : "avx2, x and y nChw8c") +
            (sh_.stream ? ", y non-temporal" : "");
   }
 
@@ -275,7 +276,6 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
 
  private:
   Relu relu_ = Relu::none;
-  bool avx512_ = false;  // 16 channels per block (nChw16c) on zmm registers, else 8 (nChw8c) on ymm
   Shape sh_;
   // x and y (and relu_dst) in nChwLc, a row of zeros, packed weights and bias.
   AlignedBuffer<float> x_, y_, r_, zero_, wpack_, bpack_;

@@ -281,23 +281,24 @@ void run_split(const Spec& s, int64_t m, int64_t n, int64_t k, const Side& a, co
   // packed per call (convolution pixels) would then be packed by every thread: N is split
   // instead when it gives each thread a few column panels.
   // Rows only where they share out about as evenly as columns: a thread's largest share of
-  // whole panels, in C elements, at most 3 % above the column split's (dense 64 × 4096 on
-  // 2 threads: 7 and 6 of AVX2's 5-row panels, 35 rows against 32, or 3 and 2 of AVX-512's
-  // 14-row ones, 42 against 32; half the column panels each instead). Splitting N has every
-  // thread pack the same A, a few % of the work where M is that small. Predicted for dense
-  // 64 × 4096 → 4096 at 2 threads: ≤ 1.09× faster on AVX2, ≤ 1.31× on AVX-512. Measured on
-  // the 2-core AMD EPYC Zen 3 VM, old and new builds alternately, 7 runs, median of each
-  // case's fastest repetition: 1.04× (64 × 1024 → 1024: 1.05×; controls already split one
-  // way, batch 16 and 1024³, 0.96× and 1.03×): within that host's noise. Not measured on
-  // AVX-512.
+  // whole panels, in C elements, at most 3 % above the column split's (dense 64 × 4096 on 2
+  // AVX2 threads: 7 and 6 of its 5-row panels, 35 rows against 32; half the column panels
+  // each instead). Splitting N has every thread pack the same A, a few % of the work where M
+  // is that small. AVX-512's 14-row panels give 64 rows too few per thread for a row split
+  // at all; its 1024³ GEMM splits rows either way (518 against 512). Predicted for dense
+  // 64 × 4096 → 4096 at 2 threads: ≤ 1.09× faster on AVX2. Measured on the 2-core AMD EPYC
+  // Zen 3 VM, old and new builds alternately, 7 runs, median of each case's fastest
+  // repetition: 1.04× (64 × 1024 → 1024: 1.05×; controls already split one way, batch 16 and
+  // 1024³, 0.96× and 1.03×): within that host's noise.
   auto largest_share = [](int64_t extent, int grain, int threads) {
     return std::min(extent, ceil_div(ceil_div(extent, int64_t(grain)), int64_t(threads)) * grain);
   };
-  auto body = [&](int tid, int threads) {
-    const bool even_rows =
-        largest_share(m, s.mr, threads) * n * 100 <= largest_share(n, s.nr, threads) * m * 103;
-    const bool by_rows = threads > 1 && m >= int64_t(threads) * 4 * s.mr && even_rows &&
-                         (b.packed || n < int64_t(threads) * 4 * s.nr);
+  const int threads = pool ? pool->size() : 1;
+  const bool even_rows =
+      largest_share(m, s.mr, threads) * n * 100 <= largest_share(n, s.nr, threads) * m * 103;
+  const bool by_rows = threads > 1 && m >= int64_t(threads) * 4 * s.mr && even_rows &&
+                       (b.packed || n < int64_t(threads) * 4 * s.nr);
+  auto body = [&](int tid, int) {  // the pool runs `threads` of them
     const Range rows = by_rows ? split(m, s.mr, tid, threads) : Range{0, m};
     const Range cols = by_rows ? Range{0, n} : split(n, s.nr, tid, threads);
     drive(s, rows, k, a, b, out, ep, reinterpret_cast<std::byte*>(ws.a(tid)), ws.a_bytes(),

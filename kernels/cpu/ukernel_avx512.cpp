@@ -590,8 +590,8 @@ inline uint32_t next_lanes(int split) {
 
 // CROSS: lanes ≥ split of B from the next output row (IndirectArgs): both rows' 32 floats
 // loaded whole (x + next_row + off[k] + 31 lies within what the next row's own tiles read)
-// and blended; merging masked loads made GCC keep the accumulators in memory here too, the
-// 8-row tile of AlexNet's conv1 then 1.8× slower.
+// and blended; merging masked loads made GCC keep the accumulators in memory here too (the
+// 8-row tile's share of AlexNet conv1's perf samples 11 % → 21 %).
 template <int M, bool CROSS>
 void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t,
                    uint32_t next_lanes, int64_t next_row) {
