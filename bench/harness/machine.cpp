@@ -24,17 +24,6 @@ std::string first_line(const char* path) {
   return line;
 }
 
-// A "key : value" line of /proc/cpuinfo (the first CPU's), "" if absent.
-std::string cpuinfo(const std::string& key) {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(key, 0) == 0 && line.find(':') != std::string::npos) {
-      const size_t value = line.find_first_not_of(" \t", line.find(':') + 1);
-      return value == std::string::npos ? "" : line.substr(value);
-    }
-  return {};
-}
-
 // FNV-1a, 64 bits: stable across builds and machines, which std::hash is not.
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -90,7 +79,10 @@ std::string on_off(const std::string& flag) {
 Machine identify_machine(const std::string& requested, const std::string& gpu_model) {
   Machine m;
   const std::string machine_id = first_line("/etc/machine-id");
-  m.id = hex(fnv1a(machine_id + "|" + cpu_model() + "|" + std::to_string(cpu_cores()) + "|" + gpu_model), 16);
+  const std::string signature = cpu_signature();
+  m.id = hex(fnv1a(machine_id + "|" + cpu_model() + "|" + signature + "|" + std::to_string(cpu_cores()) +
+                   "|" + gpu_model),
+             16);
   if (!requested.empty()) {
     check_machine_name(requested, "--machine");
     m.name = requested;
@@ -106,7 +98,8 @@ Machine identify_machine(const std::string& requested, const std::string& gpu_mo
   const std::pair<const char*, std::string> facts[] = {
       {"layerbench_machine", m.name},
       {"layerbench_machine_id", m.id},
-      {"layerbench_cpu_microcode", cpuinfo("microcode")},
+      {"layerbench_cpu_signature", signature},
+      {"layerbench_cpu_microcode", cpuinfo_field("microcode")},
       {"layerbench_kernel", kernel},
       {"layerbench_governor", first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")},
       {"layerbench_turbo", turbo()},

@@ -1,11 +1,14 @@
 // Which machine a result comes from: a name that history, compare and the dashboard
-// group by, and the facts that explain a change of speed on the same name (CPU model,
-// microcode, kernel, frequency governor, turbo, SMT).
+// group by, and the facts that explain a change of speed on the same name (CPU model
+// and signature, microcode, kernel, frequency governor, turbo, SMT).
 //
 // The name is --machine NAME, else $LB_MACHINE, else "host-" and 8 hex digits of a
-// stable hash of the machine id (/etc/machine-id), the CPU model, the core count and
-// the GPU model — so two hosts that both call themselves "vm" stay apart, and a host
-// keeps its name across reboots and runs.
+// stable hash of the machine id (/etc/machine-id), the CPU model, the CPU's signature
+// (vendor, family, model, stepping), the core count and the GPU model — so two hosts
+// that both call themselves "vm" stay apart, and a host keeps its name across reboots
+// and runs. The signature is in the hash because the model name is not enough: the
+// development VMs are one disk image (one machine id) on AMD Zen 3, Zen 4 and Zen 5
+// hosts that all read "AMD EPYC" (a Zen 3 and a Zen 4 VM both hashed to 4949a817 before).
 #pragma once
 
 #include <string>

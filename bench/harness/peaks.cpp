@@ -649,7 +649,10 @@ Peaks Peaks::for_threads(const std::vector<int>& threads, bool gpu, bool remeasu
   auto stopping = [&] { return stop && stop(); };
   check_oversubscription(threads);
   Peaks p;
-  const std::string cpu = cpu_model();
+  // The cache is this CPU's: its model name and signature (a VM's disk, cache included,
+  // moves between hosts whose CPUs read alike: "AMD EPYC" is Zen 3, 4 or 5).
+  const std::string signature = cpu_signature();
+  const std::string cpu = cpu_model() + (signature.empty() ? "" : " (" + signature + ")");
   const std::string primary = peaks_cache_path(), fallback = fallback_cache_path();
   const std::string why_not_primary = unwritable(primary);
   // The cache read: the configured one, and where that cannot be written, the fallback a

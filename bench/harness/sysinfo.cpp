@@ -17,14 +17,31 @@ std::string hostname() {
   return buf;
 }
 
-std::string cpu_model() {
+std::string cpuinfo_field(const std::string& key) {
   std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
-    }
-  return "unknown";
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t key_end = line.find_last_not_of(" \t", colon == 0 ? 0 : colon - 1);
+    if (key_end == std::string::npos || line.compare(0, key_end + 1, key) != 0 || key_end + 1 != key.size())
+      continue;
+    const size_t value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? "" : line.substr(value);
+  }
+  return {};
+}
+
+std::string cpu_model() {
+  const std::string name = cpuinfo_field("model name");
+  return name.empty() ? "unknown" : name;
+}
+
+std::string cpu_signature() {
+  const std::string vendor = cpuinfo_field("vendor_id"), family = cpuinfo_field("cpu family"),
+                    model = cpuinfo_field("model"), stepping = cpuinfo_field("stepping");
+  if (family.empty() || model.empty()) return {};
+  return (vendor.empty() ? std::string("cpu") : vendor) + " family " + family + " model " + model +
+         (stepping.empty() ? "" : " stepping " + stepping);
 }
 
 std::string cpu_isa() {

@@ -10,8 +10,14 @@ namespace lb::bench {
 
 std::string hostname();
 std::string cpu_model();  // /proc/cpuinfo "model name"
-std::string cpu_isa();    // the vector ISA extensions this CPU offers that kernels use
-int cpu_cores();          // logical CPUs this process may run on
+// "<vendor_id> family F model M stepping S" from /proc/cpuinfo, "" where it cannot be
+// read: what tells apart CPUs with one model name (a VM reads "AMD EPYC" on Zen 3, 4 and 5).
+std::string cpu_signature();
+// The value of a "key : value" line of /proc/cpuinfo (the first CPU's), "" if absent; the
+// key is matched whole ("model" is not "model name").
+std::string cpuinfo_field(const std::string& key);
+std::string cpu_isa();  // the vector ISA extensions this CPU offers that kernels use
+int cpu_cores();        // logical CPUs this process may run on
 
 // Data cache capacities of CPU 0 in bytes, as Linux describes them
 // (/sys/devices/system/cpu/cpu0/cache; glibc's sysconf as a fallback, which on some VMs

@@ -70,6 +70,20 @@ with tempfile.TemporaryDirectory() as tmp:
     for key in ("layerbench_cpu_model", "layerbench_cpu_isa", "layerbench_git_commit", "layerbench_compiler",
                 "layerbench_peak_f32_fma_threads1"):
         check(key in ctx, f"context lacks {key}")
+    # The CPU's signature, as /proc/cpuinfo gives it (the model name alone does not tell
+    # apart the AMD hosts a VM runs on), and in the machine's identity.
+    fields = {}
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    if "cpu family" in fields and "model" in fields:
+        want = (f"{fields.get('vendor_id', 'cpu')} family {fields['cpu family']} model {fields['model']}"
+                + (f" stepping {fields['stepping']}" if "stepping" in fields else ""))
+        check(ctx.get("layerbench_cpu_signature") == want,
+              f"layerbench_cpu_signature {ctx.get('layerbench_cpu_signature')!r}, /proc/cpuinfo says {want!r}")
     # Every run names the libraries it measured, whatever cases it ran.
     built = run("list").stdout.splitlines()[0].split(":")[1].split()
     for backend, key in (("onednn", "layerbench_onednn_version"), ("onednn", "layerbench_onednn_isa"),

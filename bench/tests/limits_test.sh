@@ -4,7 +4,8 @@
 # never a signal; `check` reports out-of-memory as its own status; a BOM, a directory
 # and escape bytes in input; $LB_CPU_ISA validated and recorded; --threads above the
 # cores warned of and recorded; peaks cached (contended or not), re-measured when
-# implausible, and an unwritable cache one warning, the context naming the file used.
+# implausible or another CPU's, and an unwritable cache one warning, the context naming
+# the file used.
 # usage: limits_test.sh path/to/layerbench
 set -u
 lb=$1
@@ -165,6 +166,13 @@ LAYERBENCH_PEAKS=$peaks expect 0 "cached f32_fma peak on 1 threads was measured 
   run --threads 1 --out "$tmp/one.json"
 present 'measuring the f32_fma peak on 1 thread' err
 absent ', 5 independent chains' cache/peaks.json
+
+# Another CPU's cache (same model name, another signature: a VM's disk moved to another
+# host) is measured again, and the cache is then this CPU's.
+present '"cpu": ".*\(.* family [0-9]+ model [0-9]+.*\)"' cache/peaks.json
+sed -i -E 's/("cpu": ".*\().*(\)")/\1OtherVendor family 99 model 99 stepping 9\2/' "$peaks"
+LAYERBENCH_PEAKS=$peaks expect 0 'measuring the f32_fma peak on 1 thread' -- run --threads 1 --out "$tmp/one.json"
+absent 'OtherVendor' cache/peaks.json
 
 # An unwritable cache: one warning, the temporary directory instead, named in the context;
 # the next run reads it there and measures nothing. Nowhere writable: "none".

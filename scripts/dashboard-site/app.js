@@ -131,7 +131,9 @@
     $('unjudged-summary').textContent = `${cannot.length} changes cannot be judged (why: ` +
       [...new Set(cannot.map((r) => r.why.split(':')[0]))].join(', ') + ')';
     const v = $('verdict');
-    const judged = M.runs.length > I.rule.min_runs;
+    // Runs on another CPU under this machine name are not the newest run's history.
+    const earlier = M.same_cpu_runs ?? M.runs.length - 1;
+    const judged = earlier >= I.rule.min_runs;
     if (M.shift) {
       v.className = 'verdict bad';
       v.textContent = `Run-wide shift: every case ×${M.shift.factor.toFixed(3)} (${M.shift.moved} of ${M.shift.of} ` +
@@ -145,8 +147,8 @@
       v.textContent = `${regs.length} regressions in the newest run.`;
     } else if (!judged) {
       v.className = 'verdict unknown';
-      v.textContent = `Cannot judge the newest run: history too short (${M.runs.length - 1} earlier runs, ` +
-        `${I.rule.min_runs} needed).`;
+      v.textContent = `Cannot judge the newest run: history too short (${earlier} earlier runs` +
+        (earlier < M.runs.length - 1 ? ' on its CPU' : '') + `, ${I.rule.min_runs} needed).`;
     } else if (cannot.length) {  // not green: part of the run could not be judged
       v.className = 'verdict unknown';
       v.textContent = `No regression in the newest run among the changes that could be judged; ${cannot.length} ` +
@@ -159,6 +161,7 @@
       v.textContent += ` Its case-to-case noise: ±${(100 * M.noise).toFixed(0)} % of each case's median.`;
     }
     if (run.steadiness) v.textContent += ` The machine over its run: ${run.steadiness}.`;
+    if (run.cpu_change) v.textContent += ` Not the run before's CPU: ${run.cpu_change}.`;
   }
 
   const FILTERS = ['op', 'backend', 'dtype', 'device'];

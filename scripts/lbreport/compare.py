@@ -27,7 +27,8 @@ two thirds of the cases moved the same way — is reported once, as a machine ch
 governor, microcode, a neighbour), and the cases are judged relative to that factor, so one
 change of the machine is not thousands of regressions.
 
-Files from two machines (layerbench_machine, docs/results-format.md) are not compared unless
+Files from two machines (layerbench_machine, docs/results-format.md), or from one machine name
+on two CPUs (layerbench_cpu_signature: a VM moved to another host), are not compared unless
 --cross-machine is given: their ratios measure the machines, not the code.
 
 Exit status: 0 no regression (cases that cannot be judged say why); 1 regression(s) or a
@@ -42,7 +43,7 @@ import sys
 
 from . import stats
 from .analysis import MEMORY_FLOOR_BYTES
-from .results import LoadError, load
+from .results import LoadError, cpu_change, load
 from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_time
 from .verdicts import (DEFAULT_MAX_LOAD_PER_CORE, NOISE_MAX_BAND, finite_fraction, noise_text, run_noise, run_shift,
                        steadiness_text, too_noisy, within_noise)
@@ -232,6 +233,11 @@ def main(argv=None):
         print(f"compare: A is from machine {a_run.machine}, B from {b_run.machine}: their ratios would measure the "
               "machines; give --cross-machine to compare them anyway", file=sys.stderr)
         return 2
+    cpu = cpu_change(a_run, b_run)
+    if cpu and not args.cross_machine:
+        print(f"compare: A and B are both machine {a_run.machine}, but {cpu}: their ratios would measure the "
+              "CPUs; give --cross-machine to compare them anyway", file=sys.stderr)
+        return 2
     common = set(a_run.cases) & set(b_run.cases)
     if not common:
         print(f"compare: no case in common ({len(a_run.cases)} in A, {len(b_run.cases)} in B): nothing to compare",
@@ -244,9 +250,9 @@ def main(argv=None):
     noise = None if busy else run_noise(ratios)
     table, s = run(a_run, b_run, args.threshold, args.alpha, args.all, busy, shift, noise)
     print(f"compare: A = {args.a}, B = {args.b}; threshold {args.threshold:.0%}, alpha {args.alpha}")
-    if a_run.machine != b_run.machine:
-        print(f"compare: across machines ({a_run.machine} vs {b_run.machine}): the ratios include the machines' "
-              "difference")
+    if a_run.machine != b_run.machine or cpu:
+        print(f"compare: across machines ({a_run.machine} vs {b_run.machine}"
+              + (f"; {cpu}" if cpu else "") + "): the ratios include the machines' difference")
     print(table.markdown())
     if args.csv:
         with open(args.csv, "w", encoding="utf-8") as f:

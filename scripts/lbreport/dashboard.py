@@ -6,7 +6,8 @@
                       [--repo-url https://github.com/OWNER/REPO] [--alert FILE.md]
 
 Runs are grouped by machine (layerbench_machine; for older files the host name and a hash of
-the CPU model and core count) and never judged against another machine's. DIR/index.html has a
+the CPU model and core count) and never judged against another machine's, nor against runs of
+the same name on another CPU (layerbench_cpu_signature: a VM moved to another host). DIR/index.html has a
 machine and a thread filter (with op, backend, dtype, device and a name filter); on top, per
 layer type and backend, the geometric mean of the newest values over their baseline (the
 median of the previous --window runs), a sparkline of that ratio over the history and the
@@ -68,7 +69,7 @@ import sys
 from collections import defaultdict
 
 from . import stats
-from .results import Complaints, load_many
+from .results import Complaints, cpu_change, load_many
 from .verdicts import DEFAULT_MAX_LOAD_PER_CORE, finite_fraction, noise_band, run_noise, run_shift, steadiness_text
 
 SITE_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dashboard-site")
@@ -189,6 +190,7 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
         run_rows.append({"index": i, "id": slug(r.name), "date": r.date, "month": (r.date or "undated")[:7],
                          "host": r.host, "machine": r.machine, "commit": r.commit, "prev_commit": prev,
                          "commits_url": compare_url(repo, prev, r.commit), "cpu": r.cpu_model, "gpu": r.gpu_model,
+                         "cpu_change": cpu_change(runs[i - 1], r) if i else "",
                          "file": os.path.basename(r.path), "busy": r.busy(max_load), "steadiness": steadiness_text(r),
                          "href": f"runs/{slug(r.machine)}/{slug(r.name)}.html"})
     cases = {}
@@ -207,7 +209,7 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
             if c.ok and c.cv is not None:
                 rep_noise = 1.2533 * c.cv / math.sqrt(len(ts)) if r.shuffled and len(ts) > 1 else c.cv
             d["points"].append({
-                "run": i, "status": c.status,
+                "run": i, "status": c.status, "cpu": r.cpu_signature,
                 "time": c.time_us if c.ok else None,
                 "confirm": c2.time_us if c2 is not None and c2.ok else None,
                 "time_lo": min(ts) if ts else None, "time_hi": max(ts) if ts else None,
@@ -264,13 +266,19 @@ def judge_value(prev, x, k, min_change, min_runs, shift=1.0, rep_noise=None, noi
     return "", d
 
 
-def _history(pts, run, key, window):
-    return [pts[r][key] for r in sorted(pts) if r < run and pts[r].get(key) is not None][-window:]
+def _history(pts, run, key, window, through=False):
+    """The case's `key` in the last `window` runs before `run` (and `run` itself when `through`)
+    that ran on its CPU: a run under the same machine name on another CPU (the points' "cpu",
+    the signature; "" where a file does not say) measures the CPU, not the code."""
+    cpu = pts[run].get("cpu", "") if run in pts else ""
+    return [pts[r][key] for r in sorted(pts)
+            if (r < run or (through and r == run)) and pts[r].get(key) is not None
+            and (not cpu or not pts[r].get("cpu") or pts[r]["cpu"] == cpu)][-window:]
 
 
 def _typical_rep_noise(pts, run, window):
     """The median of the case's within-run noise (the points' rep_noise) over the runs up to this one."""
-    return stats.median(_history(pts, run + 1, "rep_noise", window + 1))
+    return stats.median(_history(pts, run, "rep_noise", window + 1, through=True))
 
 
 def judge(cases, last_run, window, min_runs, k, min_change, shift=1.0, busy="", verdicts=("regression",)):
@@ -340,7 +348,7 @@ def newest_shift(cases, last_run, window, min_runs, min_change):
 
 def overview(cases, n_runs, window, findings):
     """Per (layer type, backend): per run, the geometric mean of time ÷ the case's baseline (the
-    median of the --window runs before the newest), and the newest run's counts."""
+    median of the --window runs before the newest on its CPU), and the newest run's counts."""
     last = n_runs - 1
     groups = defaultdict(list)
     for d in cases:
@@ -353,7 +361,7 @@ def overview(cases, n_runs, window, findings):
             ratios = []
             for d in ds:
                 pts = {p["run"]: p for p in d["points"]}
-                base = [pts[i]["time"] for i in sorted(pts) if i < last and pts[i].get("time") is not None][-window:]
+                base = _history(pts, last, "time", window)
                 if base and pts.get(r) and pts[r].get("time") is not None:
                     ratios.append(pts[r]["time"] / stats.median(base))
             series.append(stats.geomean(ratios))
@@ -374,6 +382,7 @@ def _fmt(v, unit):
 def run_page(run, row, cases, all_runs):
     e = html.escape
     ctx_keys = ["date", "layerbench_machine", "layerbench_machine_id", "host_name", "layerbench_cpu_model",
+                "layerbench_cpu_signature",
                 "layerbench_cpu_microcode", "layerbench_kernel", "layerbench_governor", "layerbench_turbo",
                 "layerbench_smt", "layerbench_cpu_isa", "layerbench_gpu_model", "layerbench_gpu_driver",
                 "layerbench_cuda_version", "layerbench_git_commit", "layerbench_build", "layerbench_compiler",
@@ -397,6 +406,9 @@ def run_page(run, row, cases, all_runs):
     commits = (f"<p>Commits since the previous run: <a class=\"commits\" href=\"{e(row['commits_url'])}\">"
                f"{e(row['prev_commit'])}…{e(row['commit'])}</a></p>" if row["commits_url"] else "")
     busy = f"<p class=\"busy\">Busy at the start: {e(row['busy'])} — its times are not judged.</p>" if row["busy"] else ""
+    if row["cpu_change"]:
+        busy += (f"<p class=\"busy\">Not the run before's CPU: {e(row['cpu_change'])} — its times are judged "
+                 "only against runs on its own CPU.</p>")
     if row["steadiness"]:
         busy += f"<p class=\"steadiness\">The machine over the run: {e(row['steadiness'])}.</p>"
     return f"""<!doctype html>
@@ -433,6 +445,7 @@ def build_machine(name, runs, out, args):
     shift = None if busy else newest_shift(cases, last, args.window, args.min_runs, args.min_change)
     findings = judge(cases, last, **rule, shift=shift[0] if shift else 1.0, busy=busy,
                      verdicts=("regression", "improvement", "cannot judge"))
+    same_cpu = sum(1 for r in runs[:last] if not cpu_change(r, runs[last]))
     bands(cases, len(runs), **rule)
     months = sorted({r["month"] for r in run_rows})
     for month in months:
@@ -447,7 +460,7 @@ def build_machine(name, runs, out, args):
     meta = [{k: v for k, v in d.items() if k != "points"} for d in cases]
     never = [d for d in meta if not d["measured"]]
     return {"name": name, "runs": run_rows, "months": months, "cases": [d for d in meta if d["measured"]],
-            "never_measured": len(never), "findings": findings, "busy": busy,
+            "never_measured": len(never), "findings": findings, "busy": busy, "same_cpu_runs": same_cpu,
             "shift": {"factor": shift[0], "moved": shift[1], "of": shift[2]} if shift else None,
             "noise": noise_band(run_noise(_time_ratios(cases, last, args.window, args.min_runs)), args.k),
             "overview": overview(cases, len(runs), args.window, findings)}
@@ -543,7 +556,9 @@ def main(argv=None):
               f"{m['runs'][-1]['id']}: {judged}" + (f"; run-wide shift ×{m['shift']['factor']:.3f}" if m["shift"] else "")
               + (f"; its case-to-case noise ±{m['noise']:.0%} (k robust SDs: smaller changes cannot be judged)"
                  if m["noise"] is not None else "")
-              + (f"; its machine: {m['runs'][-1]['steadiness']}" if m["runs"][-1]["steadiness"] else ""))
+              + (f"; its machine: {m['runs'][-1]['steadiness']}" if m["runs"][-1]["steadiness"] else "")
+              + (f"; {m['runs'][-1]['cpu_change']}: judged only against its {m['same_cpu_runs']} earlier runs on "
+                 "this CPU" if m["runs"][-1]["cpu_change"] else ""))
     if dropped:
         print(f"dashboard: {dropped} runs older than {args.keep_months} months before their machine's newest are "
               "left out (retention)")

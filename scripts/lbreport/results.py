@@ -251,6 +251,12 @@ class Run:
         return str(self.context.get("layerbench_cpu_model", ""))
 
     @property
+    def cpu_signature(self) -> str:
+        """The CPU's vendor, family, model and stepping ("" in files from before it): what tells
+        apart two CPUs that share a model name."""
+        return str(self.context.get("layerbench_cpu_signature", ""))
+
+    @property
     def gpu_model(self) -> str:
         """The GPU the run had; "" where it had none (layerbench writes "none (why)" then)."""
         m = str(self.context.get("layerbench_gpu_model", ""))
@@ -359,6 +365,15 @@ def _structured_peaks(text) -> list[Peak] | None:
         out.append(Peak(str(it.get("device", "cpu")), kind, _int(it.get("threads")), _number(it["ops_per_second"]),
                         unit, str(it.get("method", ""))))
     return out
+
+
+def cpu_change(a: "Run", b: "Run") -> str:
+    """Why two runs under one machine name ran on different CPUs ("" when they did not, or a
+    file does not say): a VM's image keeps its machine id and model name ("AMD EPYC") when it
+    moves to another host, so the name alone cannot promise the same CPU."""
+    if a.cpu_signature and b.cpu_signature and a.cpu_signature != b.cpu_signature:
+        return f"the CPU changed ({a.cpu_signature} -> {b.cpu_signature})"
+    return ""
 
 
 def short_hash(text: str, n: int = 6) -> str:

@@ -226,6 +226,23 @@ class Compare(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("across machines", p.stdout)
 
+    def test_one_machine_name_on_two_cpus_is_not_compared_unless_asked(self):
+        a, b = copy.deepcopy(self.cpu), copy.deepcopy(self.cpu)
+        for doc, sig in ((a, "AuthenticAMD family 26 model 2 stepping 0"),
+                         (b, "AuthenticAMD family 25 model 17 stepping 1")):
+            doc["context"].update(layerbench_machine="epyc-vm", layerbench_cpu_model="AMD EPYC",
+                                  layerbench_cpu_signature=sig)
+        p = self.compare(b, a_doc=a)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("the CPU changed (AuthenticAMD family 26 model 2 stepping 0 -> AuthenticAMD family 25 "
+                      "model 17 stepping 1)", p.stderr)
+        p = self.compare(b, "--cross-machine", a_doc=a)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("across machines (epyc-vm vs epyc-vm; the CPU changed", p.stdout)
+        # One signature, or a file from before the signature: one machine, compared.
+        del a["context"]["layerbench_cpu_signature"]
+        self.assertEqual(self.compare(b, a_doc=a).returncode, 0)
+
     def test_ratio_plot(self):
         with TempDir() as tmp:
             out = tmp + "/ratios.png"

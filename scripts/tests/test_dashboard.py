@@ -238,6 +238,14 @@ def series(values, again=None):
     return [{"id": 0, "name": "c", "points": pts}]
 
 
+def on_cpus(values, cpus):
+    """One case's points, each run on the CPU (signature) given for it."""
+    cases = series(values)
+    for p, cpu in zip(cases[0]["points"], cpus):
+        p["cpu"] = cpu
+    return cases
+
+
 def verdicts(values, again=None, **kw):
     rule = dict(window=10, min_runs=3, k=3.0, min_change=0.05)
     rule.update(kw)
@@ -285,6 +293,20 @@ class Rule(unittest.TestCase):
                                 verdicts=("cannot judge",))
         self.assertIn("not confirmed: measured again right after, 1.010×", found[0]["why"])
         self.assertEqual(verdicts([100, 101, 99, 100, 100, 60], again=99), ["cannot judge"])
+
+    def test_runs_on_another_cpu_are_not_history(self):
+        # A VM moved from a Zen 5 host to a Zen 4 one under the same machine name: twice as slow
+        # is the CPU, not a regression, and the Zen 4 runs are judged only among themselves.
+        rule = dict(window=10, min_runs=3, k=3.0, min_change=0.05,
+                    verdicts=("regression", "improvement", "cannot judge"))
+        cpus = ["zen5"] * 5 + ["zen4"] * 4
+        values = [100, 101, 99, 100, 100, 200, 201, 199, 200]
+        for n in range(6, 10):
+            self.assertEqual(dashboard.judge(on_cpus(values[:n], cpus), n - 1, **rule), [], n)
+        self.assertEqual([r["verdict"] for r in dashboard.judge(on_cpus(values[:8] + [240], cpus), 8, **rule)],
+                         ["regression"])
+        # Without the signatures (older files) the move is a regression: what the filter prevents.
+        self.assertEqual([r["verdict"] for r in dashboard.judge(series(values[:6]), 5, **rule)], ["regression"])
 
     def test_a_noisy_night_widens_every_band(self):
         # 20 steady cases; in the newest night each moved by its own factor (0.75-1.33: a busy
