@@ -51,7 +51,8 @@ constexpr Spec kSpecs[] = {
     // from L2 (≈ 13 B per cycle needed of its ~64), and C is read and written once per 1024
     // of depth instead of once per 256 — measured 79 % → 85 % of peak on the 1024³ GEMM.
     // MC = 112: the A block (448 KB) and a B micro-panel share the 1 MB L2.
-    {14, 32, 1, 1, 4, 4, 1024, 112, 1024, ukr_f32_avx512},
+    {14, 32, 1, 1, 4, 4, 1024, 112, 1024, ukr_f32_avx512, nullptr, nullptr, ukr_f32_avx512_row,
+     kRowPanelsAvx512},
 };
 // Low precision on AVX-512 keep the tile and the bytes of each block: KC counts elements.
 constexpr Spec kBf16 = {14, 32, 2, 2, 2, 2, 2048, 112, 2048, ukr_bf16_avx512};

@@ -38,6 +38,9 @@ void ukr_f32_avx2(const UkArgs& u);
 // columns in all (a GEMV: several streams of B in flight, see ukernel_avx2.cpp).
 constexpr int kRowPanelsAvx2 = 4;
 void ukr_f32_avx2_row(const UkArgs& u, int64_t bstride);
+// The same on AVX-512: up to kRowPanelsAvx512 panels of 32 columns (see ukernel_avx512.cpp).
+constexpr int kRowPanelsAvx512 = 4;
+void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride);
 void ukr_f32_scalar(const UkArgs& u);
 
 }  // namespace lb::cpu

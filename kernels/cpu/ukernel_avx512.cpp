@@ -8,6 +8,14 @@
 // MC/14 tiles that reuse it. bf16 (vdpbf16ps) and u8·s8 (vpdpbusd) do 2 and 4 multiply-adds
 // per lane per instruction on the same tile: ≤ 2× and ≤ 4× the f32 rate where the machine
 // runs them at full width (measured peaks here: bf16 1.84×, int8 3.98× f32).
+// One row of C (batch-1 dense, the LSTM's recurrence at batch 1: a GEMV, memory-bound on B's
+// bytes) read B one panel at a time, a single stream: on the Zen 4 VM 1×4096→4096 (67 MB)
+// took 3.1 ms, 1.37× slower than AVX2's four-panel row kernel on the same host. row_panels
+// reads four panels of 32 columns at once (8 accumulators; 8 panels measured 0.79–1.01×):
+// same VM, old and new builds alternately, 3 runs each (results/cpu-zen4-2core/
+// 2026-12-02_avx512-gemv-row-panels): 1×4096→4096 1.23× / 1.15× faster at 1 / 2 threads,
+// AlexNet fc6 1.39× / 1.16×, fc8 1.31× / 1.36×, MobileNet's fc 1.48× / 1.46×, LSTM 512 batch 1
+// 1.29× / 1.34×; dense batch 4 (control) 1.03× / 1.05×. Unmeasured on Zen 5.
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma.
 // GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 headers (the undefined
 // pass-through operand of masked loads), judged at the header line: silenced there only.
@@ -734,7 +742,56 @@ struct U8s8 {
   static void run(const UkArgs& u) { dot_tile<Kind::u8s8, M>(u); }
 };
 
+// One row of C across P column panels at once (P·32 columns, 2·P accumulators): per k step
+// one broadcast of A and 2·P loads, one pair from each of P B panels — P streams of B in
+// flight where the tile reads one (see ukernel.h's ukr_f32_avx512_row).
+template <int P>
+void row_panels(const UkArgs& u, int64_t bstride) {
+  __m512 acc[P][2];
+  for (int p = 0; p < P; ++p)
+    acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+  const float* a = static_cast<const float*>(u.a);
+  const float* b = static_cast<const float*>(u.b);
+  for (int64_t k = 0; k < u.kc; ++k, a += MR, b += NR) {
+    const __m512 ak = _mm512_set1_ps(*a);
+    for (int p = 0; p < P; ++p) {
+      acc[p][0] = _mm512_fmadd_ps(ak, _mm512_load_ps(b + p * bstride), acc[p][0]);
+      acc[p][1] = _mm512_fmadd_ps(ak, _mm512_load_ps(b + p * bstride + 16), acc[p][1]);
+    }
+  }
+  for (int p = 0; p < P; ++p)
+    for (int h = 0; h < 2; ++h) {
+      const int j = p * NR + 16 * h;  // first column of this vector
+      if (j >= u.n) return;
+      const __mmask16 mask = masks(u.n - j).lo;
+      float* c = u.c + j;
+      __m512 v = acc[p][h];
+      if (u.load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, c));
+      if (u.last) {
+        if (u.bias_col) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, u.bias_col + j));
+        if (u.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(u.bias_row[0]));
+        if (u.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+      }
+      _mm512_mask_storeu_ps(c, mask, v);
+    }
+}
+
 }  // namespace
+
+void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride) {
+  static_assert(kRowPanelsAvx512 == 4, "the switch below covers 1 to 4 panels");
+  const int64_t stride = bstride / int64_t(sizeof(float));
+  switch ((u.n + NR - 1) / NR) {
+    case 1:
+      return row_panels<1>(u, stride);
+    case 2:
+      return row_panels<2>(u, stride);
+    case 3:
+      return row_panels<3>(u, stride);
+    default:
+      return row_panels<4>(u, stride);
+  }
+}
 
 void ukr_f32_avx512(const UkArgs& u) {
   if (u.m == MR && u.n == NR && u.scale == 1.0f) return full_f32_tile_to_c(u);

@@ -108,7 +108,8 @@ TEST(Cpu, GemmDriverOnEveryIsa) {
     if (!cpu::isa_supported(isa)) continue;
     for (Shape s :
          {Shape{1, 1, 1}, Shape{3, 17, 1023}, Shape{17, 3, 5}, Shape{15, 33, 600}, Shape{40, 70, 2100},
-          Shape{1, 150, 700}, Shape{1, 64, 33},  // one row: AVX2's row kernel, 1-4 panels a call
+          // one row: the row kernels (AVX2 16, AVX-512 32 columns a panel), 1-4 panels a call
+          Shape{1, 150, 700}, Shape{1, 64, 33}, Shape{1, 90, 50},
           Shape{7, 48, 300},       // 48 columns: an edge panel of exactly 16 in AVX-512's 32-wide ones
           Shape{64, 256, 300}}) {  // 2 threads: AVX2's 13 row panels share out worse than columns
       std::vector<float> a(size_t(s.m * s.k)), b(size_t(s.k * s.n)), bias_row(size_t(s.m)),
