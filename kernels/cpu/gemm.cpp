@@ -15,6 +15,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "kernels/common.h"
 #include "kernels/cpu/common.h"
@@ -111,6 +112,35 @@ void transpose_rows(const T* s, int64_t rs, int64_t kc, int r, T* d) {
   }
 }
 
+// d[k·R + i] = s[k·cs + i] for i < R, k < kc: a panel whose R rows are contiguous in the
+// source (a convolution's pixels), one copy of known size per k. False for an R not listed
+// (the caller's element loop then). The panel widths that meet it: AVX-512's 32 (pixels as
+// B's columns) and 14 (as A's rows), AVX2's 16 and 5. On the AMD EPYC Zen 3 VM, AVX2, the
+// element loop took 31 % of MobileNet's pw2 at 1 thread, the 16-wide copy 17 %: its
+// pointwise layers 1.02-1.19x faster. On the AMD EPYC Zen 4 VM, AVX-512, the 32- and 14-wide
+// copies: pw8's packing 8.1 % → 3.4 % of its samples, the pointwise layers 0.99-1.11x
+// (results/cpu-zen4-2core/2026-12-02_panel-copies).
+template <class T>
+bool copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
+  auto copy = [&]<int R>(std::integral_constant<int, R>) {
+    for (int64_t k = 0; k < kc; ++k)
+      std::memcpy(d + k * R, s + k * cs, R * sizeof(T));
+    return true;
+  };
+  switch (r) {
+    case 32:
+      return copy(std::integral_constant<int, 32>{});
+    case 16:
+      return copy(std::integral_constant<int, 16>{});
+    case 14:
+      return copy(std::integral_constant<int, 14>{});
+    case 5:
+      return copy(std::integral_constant<int, 5>{});
+    default:
+      return false;
+  }
+}
+
 // Packs rows/columns [i0, i0+count) × depth [k0, k0+kc) of a strided matrix of T into
 // micro-panels of R (zero past count and past the matrix's depth k_total).
 template <class T>
@@ -131,12 +161,9 @@ void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count,
       for (int i = 0; i < rows; ++i)
         for (int64_t k = 0; k < k_valid; ++k)
           d[k * r + i] = s[i * rs + k];
-    } else if (kg == 1 && rs == 1 && r == 16 && rows == 16) {
-      // Columns contiguous along the panel (a convolution's pixels): 64 bytes per k, a copy
-      // of known size. On the AMD EPYC Zen 3 VM, AVX2, the element loop took 31 % of
-      // MobileNet's pw2 at 1 thread, this 17 %; its pointwise layers 1.02-1.19x faster.
-      for (int64_t k = 0; k < k_valid; ++k)
-        std::memcpy(d + k * 16, s + k * cs, 16 * sizeof(T));
+    } else if (kg == 1 && rs == 1 && rows == r && copy_panel(s, cs, k_valid, r, d)) {
+      // Columns contiguous along the panel (a convolution's pixels): R elements per k, a
+      // copy of known size (copy_panel).
     } else if (kg == 1) {
       for (int64_t k = 0; k < k_valid; ++k)
         for (int i = 0; i < rows; ++i)
