@@ -25,6 +25,7 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -776,7 +777,54 @@ void row_panels(const UkArgs& u, int64_t bstride) {
     }
 }
 
+// r[j] ← column j of the 16×16 matrix whose rows were r[0..15]: 4×4 blocks within each
+// 128-bit lane (unpack, shuffle), then the lanes across registers (two 128-bit shuffles).
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 4) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    t[i + 2] = _mm512_unpacklo_ps(r[i + 2], r[i + 3]);
+    t[i + 3] = _mm512_unpackhi_ps(r[i + 2], r[i + 3]);
+  }
+  __m512 q[16];  // q[4i + c], lane L: column 4L + c of rows 4i..4i+3
+  for (int i = 0; i < 16; i += 4) {
+    q[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    q[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+    q[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    q[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512 w0 = _mm512_shuffle_f32x4(q[c], q[4 + c], 0x88);  // lanes 0, 2 of rows 0-7
+    const __m512 w1 = _mm512_shuffle_f32x4(q[c], q[4 + c], 0xdd);  // lanes 1, 3
+    const __m512 w2 = _mm512_shuffle_f32x4(q[8 + c], q[12 + c], 0x88);
+    const __m512 w3 = _mm512_shuffle_f32x4(q[8 + c], q[12 + c], 0xdd);
+    r[c] = _mm512_shuffle_f32x4(w0, w2, 0x88);
+    r[8 + c] = _mm512_shuffle_f32x4(w0, w2, 0xdd);
+    r[4 + c] = _mm512_shuffle_f32x4(w1, w3, 0x88);
+    r[12 + c] = _mm512_shuffle_f32x4(w1, w3, 0xdd);
+  }
+}
+
 }  // namespace
+
+void transpose_f32_avx512(const float* s, int64_t lds, int64_t rows, int64_t k0, int64_t k1, float* d,
+                          int64_t ldd) {
+  for (int64_t kb = k0; kb < k1; kb += 16) {
+    const int nk = int(std::min<int64_t>(16, k1 - kb));
+    const __mmask16 kmask = masks(nk).lo;
+    for (int64_t p0 = 0; p0 < rows; p0 += 16) {
+      const int np = int(std::min<int64_t>(16, rows - p0));
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < np ? _mm512_maskz_loadu_ps(kmask, s + (p0 + i) * lds + kb) : _mm512_setzero_ps();
+      transpose16(r);
+      const __mmask16 pmask = masks(np).lo;
+      for (int j = 0; j < nk; ++j)
+        _mm512_mask_storeu_ps(d + (kb + j) * ldd + p0, pmask, r[j]);
+    }
+  }
+}
 
 void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride) {
   static_assert(kRowPanelsAvx512 == 4, "the switch below covers 1 to 4 panels");
