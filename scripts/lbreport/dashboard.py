@@ -190,7 +190,7 @@ def collect(runs, repo="", max_load=DEFAULT_MAX_LOAD_PER_CORE):
         run_rows.append({"index": i, "id": slug(r.name), "date": r.date, "month": (r.date or "undated")[:7],
                          "host": r.host, "machine": r.machine, "commit": r.commit, "prev_commit": prev,
                          "commits_url": compare_url(repo, prev, r.commit), "cpu": r.cpu_model, "gpu": r.gpu_model,
-                         "cpu_change": cpu_change(runs[i - 1], r) if i else "",
+                         "cpu_signature": r.cpu_signature, "cpu_change": cpu_change(runs[i - 1], r) if i else "",
                          "file": os.path.basename(r.path), "busy": r.busy(max_load), "steadiness": steadiness_text(r),
                          "href": f"runs/{slug(r.machine)}/{slug(r.name)}.html"})
     cases = {}
@@ -450,7 +450,9 @@ def build_machine(name, runs, out, args):
     months = sorted({r["month"] for r in run_rows})
     for month in months:
         in_month = {r["index"] for r in run_rows if r["month"] == month}
-        part = [{"id": d["id"], "points": [p for p in d["points"] if p["run"] in in_month]} for d in cases]
+        # (A point's "cpu" is for the rule only: the run rows say which CPU a run had.)
+        part = [{"id": d["id"], "points": [{k: v for k, v in p.items() if k != "cpu"} for p in d["points"]
+                                           if p["run"] in in_month]} for d in cases]
         _write_js(os.path.join(out, "data", slug(name), month + ".js"),
                   "// Written by scripts/dashboard: one machine's cases in one month.\n"
                   f"window.LB_LOADED({json.dumps(name)}, {json.dumps(month)}, "
