@@ -57,7 +57,20 @@ constexpr Spec kSpecs[] = {
 };
 // Low precision on AVX-512 keep the tile and the bytes of each block: KC counts elements.
 constexpr Spec kBf16 = {14, 32, 2, 2, 2, 2, 2048, 112, 2048, ukr_bf16_avx512};
-constexpr Spec kU8s8 = {14, 32, 4, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512};
+constexpr Spec kU8s8 = {14,
+                        32,
+                        4,
+                        4,
+                        1,
+                        1,
+                        4096,
+                        112,
+                        2048,
+                        ukr_u8s8_avx512,
+                        nullptr,
+                        nullptr,
+                        ukr_u8s8_avx512_row,
+                        kRowPanelsAvx512};
 // AMX (ukernel_amx.h): 32×32 tiles, A in 32-row panels of tile rows (32 bf16 / 64 u8 deep),
 // B in the same 32-column panels as AVX-512. KC = 512 bf16 / 1024 u8: the B micro-panel
 // (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A block (256 KB)
@@ -280,7 +293,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
             u.a = ablk;
             u.m = 1;
             u.c = out.c + ic * out.ldc + jc + jr;
-            u.out_bf16 = nullptr;
+            u.out_bf16 = out.bf16 ? out.bf16 + ic * out.ldo + jc + jr : nullptr;  // f32 GEMMs have none
             u.bias_row = ep.bias_row ? ep.bias_row + ic : nullptr;
             s.row(u, bstride);
             continue;

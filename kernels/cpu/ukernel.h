@@ -41,6 +41,7 @@ void ukr_f32_avx2_row(const UkArgs& u, int64_t bstride);
 // The same on AVX-512: up to kRowPanelsAvx512 panels of 32 columns (see ukernel_avx512.cpp).
 constexpr int kRowPanelsAvx512 = 4;
 void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride);
+void ukr_u8s8_avx512_row(const UkArgs& u, int64_t bstride);  // u8 · s8 (vpdpbusd), the same way
 // d[k·ldd + p] = s[p·lds + k] for p < rows, k0 ≤ k < k1, in 16×16 blocks of registers (the
 // pixels-as-rows pointwise product's Cᵀ into y's channel rows).
 void transpose_f32_avx512(const float* s, int64_t lds, int64_t rows, int64_t k0, int64_t k1, float* d,

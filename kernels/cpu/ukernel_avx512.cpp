@@ -15,7 +15,11 @@
 // same VM, old and new builds alternately, 3 runs each (results/cpu-zen4-2core/
 // 2026-12-02_avx512-gemv-row-panels): 1×4096→4096 1.23× / 1.15× faster at 1 / 2 threads,
 // AlexNet fc6 1.39× / 1.16×, fc8 1.31× / 1.36×, MobileNet's fc 1.48× / 1.46×, LSTM 512 batch 1
-// 1.29× / 1.34×; dense batch 4 (control) 1.03× / 1.05×. Unmeasured on Zen 5.
+// 1.29× / 1.34×; dense batch 4 (control) 1.03× / 1.05×. The same for u8·s8 (int8 batch-1
+// dense was 0.68× oneDNN there at 1 thread): 1×4096→4096 1.53× / 1.36×, AlexNet fc6 1.57× /
+// 1.44×, fc8 1.35× / 1.22×, MobileNet's fc 1.24× / 1.27× (that VM's noisier hour: the batch-4
+// control 0.86× / 1.20×). bf16 keeps the tile (batch-1 dense 1.26× / 1.20× oneDNN there).
+// Unmeasured on Zen 5.
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx512vnni -mfma.
 // GCC 12 reports -W(maybe-)uninitialized inside its own AVX-512 headers (the undefined
 // pass-through operand of masked loads), judged at the header line: silenced there only.
@@ -160,6 +164,10 @@ struct SumsOf {
 };
 template <>
 struct SumsOf<Kind::bf16> {
+  using type = __m512;
+};
+template <>
+struct SumsOf<Kind::f32> {
   using type = __m512;
 };
 
@@ -744,37 +752,66 @@ struct U8s8 {
 };
 
 // One row of C across P column panels at once (P·32 columns, 2·P accumulators): per k step
-// one broadcast of A and 2·P loads, one pair from each of P B panels — P streams of B in
-// flight where the tile reads one (see ukernel.h's ukr_f32_avx512_row).
-template <int P>
+// one broadcast of A and 2·P loads, one pair from each of P B panels (bstride bytes apart) —
+// P streams of B in flight where the tile reads one (see ukernel.h's ukr_f32_avx512_row).
+// f32 (FMA) or u8·s8 (vpdpbusd on 4-byte groups, s32 sums scaled in the epilogue): either
+// way MR 4-byte elements of A and 128 bytes of each panel per step.
+template <Kind K, int P>
 void row_panels(const UkArgs& u, int64_t bstride) {
-  __m512 acc[P][2];
-  for (int p = 0; p < P; ++p)
-    acc[p][0] = acc[p][1] = _mm512_setzero_ps();
-  const float* a = static_cast<const float*>(u.a);
-  const float* b = static_cast<const float*>(u.b);
-  for (int64_t k = 0; k < u.kc; ++k, a += MR, b += NR) {
-    const __m512 ak = _mm512_set1_ps(*a);
+  static_assert(K != Kind::bf16, "bf16 has no row kernel");
+  using Acc = typename SumsOf<K>::type;
+  Acc acc[P][2] = {};
+  const auto* a = static_cast<const uint32_t*>(u.a);
+  const auto* b = static_cast<const char*>(u.b);
+  const int64_t steps = K == Kind::f32 ? u.kc : u.kc / 4;
+  for (int64_t k = 0; k < steps; ++k, a += MR, b += 2 * 64) {
+    const __m512i ak = _mm512_set1_epi32(int(*a));
     for (int p = 0; p < P; ++p) {
-      acc[p][0] = _mm512_fmadd_ps(ak, _mm512_load_ps(b + p * bstride), acc[p][0]);
-      acc[p][1] = _mm512_fmadd_ps(ak, _mm512_load_ps(b + p * bstride + 16), acc[p][1]);
+      const char* bp = b + p * bstride;
+      if constexpr (K == Kind::f32) {
+        acc[p][0] = _mm512_fmadd_ps(_mm512_castsi512_ps(ak), _mm512_load_ps(bp), acc[p][0]);
+        acc[p][1] = _mm512_fmadd_ps(_mm512_castsi512_ps(ak), _mm512_load_ps(bp + 64), acc[p][1]);
+      } else {
+        acc[p][0] = dpbusd(acc[p][0], ak, _mm512_load_si512(bp));
+        acc[p][1] = dpbusd(acc[p][1], ak, _mm512_load_si512(bp + 64));
+      }
     }
   }
+  const __m512 scale = _mm512_set1_ps(u.scale);
   for (int p = 0; p < P; ++p)
     for (int h = 0; h < 2; ++h) {
       const int j = p * NR + 16 * h;  // first column of this vector
       if (j >= u.n) return;
       const __mmask16 mask = masks(u.n - j).lo;
       float* c = u.c + j;
-      __m512 v = acc[p][h];
+      __m512 v = to_ps(acc[p][h]);
+      if (u.scale != 1.0f) v = _mm512_mul_ps(v, scale);
       if (u.load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, c));
       if (u.last) {
         if (u.bias_col) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, u.bias_col + j));
         if (u.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(u.bias_row[0]));
         if (u.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
       }
-      _mm512_mask_storeu_ps(c, mask, v);
+      if (u.last && u.out_bf16)
+        _mm256_mask_storeu_epi16(u.out_bf16 + j, mask, (__m256i)_mm512_cvtneps_pbh(v));
+      else
+        _mm512_mask_storeu_ps(c, mask, v);
     }
+}
+
+template <Kind K>
+void row_kernel(const UkArgs& u, int64_t bstride) {
+  static_assert(kRowPanelsAvx512 == 4, "the switch below covers 1 to 4 panels");
+  switch ((u.n + NR - 1) / NR) {
+    case 1:
+      return row_panels<K, 1>(u, bstride);
+    case 2:
+      return row_panels<K, 2>(u, bstride);
+    case 3:
+      return row_panels<K, 3>(u, bstride);
+    default:
+      return row_panels<K, 4>(u, bstride);
+  }
 }
 
 // r[j] ← column j of the 16×16 matrix whose rows were r[0..15]: 4×4 blocks within each
@@ -827,18 +864,10 @@ void transpose_f32_avx512(const float* s, int64_t lds, int64_t rows, int64_t k0,
 }
 
 void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride) {
-  static_assert(kRowPanelsAvx512 == 4, "the switch below covers 1 to 4 panels");
-  const int64_t stride = bstride / int64_t(sizeof(float));
-  switch ((u.n + NR - 1) / NR) {
-    case 1:
-      return row_panels<1>(u, stride);
-    case 2:
-      return row_panels<2>(u, stride);
-    case 3:
-      return row_panels<3>(u, stride);
-    default:
-      return row_panels<4>(u, stride);
-  }
+  row_kernel<Kind::f32>(u, bstride);
+}
+void ukr_u8s8_avx512_row(const UkArgs& u, int64_t bstride) {
+  row_kernel<Kind::u8s8>(u, bstride);
 }
 
 void ukr_f32_avx512(const UkArgs& u) {
