@@ -56,21 +56,12 @@ constexpr Spec kSpecs[] = {
      kRowPanelsAvx512},
 };
 // Low precision on AVX-512 keep the tile and the bytes of each block: KC counts elements.
+// (clang-format would put each of kU8s8's fields on a line of its own.)
+// clang-format off
 constexpr Spec kBf16 = {14, 32, 2, 2, 2, 2, 2048, 112, 2048, ukr_bf16_avx512};
-constexpr Spec kU8s8 = {14,
-                        32,
-                        4,
-                        4,
-                        1,
-                        1,
-                        4096,
-                        112,
-                        2048,
-                        ukr_u8s8_avx512,
-                        nullptr,
-                        nullptr,
-                        ukr_u8s8_avx512_row,
-                        kRowPanelsAvx512};
+constexpr Spec kU8s8 = {14, 32, 4, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512, nullptr, nullptr,
+                        ukr_u8s8_avx512_row, kRowPanelsAvx512};
+// clang-format on
 // AMX (ukernel_amx.h): 32×32 tiles, A in 32-row panels of tile rows (32 bf16 / 64 u8 deep),
 // B in the same 32-column panels as AVX-512. KC = 512 bf16 / 1024 u8: the B micro-panel
 // (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A block (256 KB)
@@ -125,20 +116,19 @@ void transpose_rows(const T* s, int64_t rs, int64_t kc, int r, T* d) {
   }
 }
 
-// d[k·R + i] = s[k·cs + i] for i < R, k < kc: a panel whose R rows are contiguous in the
-// source (a convolution's pixels), one copy of known size per k. False for an R not listed
-// (the caller's element loop then). The panel widths that meet it: AVX-512's 32 (pixels as
-// B's columns) and 14 (as A's rows), AVX2's 16 and 5. On the AMD EPYC Zen 3 VM, AVX2, the
-// element loop took 31 % of MobileNet's pw2 at 1 thread, the 16-wide copy 17 %: its
-// pointwise layers 1.02-1.19x faster. On the AMD EPYC Zen 4 VM, AVX-512, the 32- and 14-wide
-// copies: pw8's packing 8.1 % → 3.4 % of its samples, the pointwise layers 0.99-1.11x
+// d[k·r + i] = s[k·cs + i] for i < r, k < kc: a panel whose r rows are contiguous in the
+// source (a convolution's pixels), one copy per k, of a size known to the compiler for the
+// panel widths that meet it (AVX-512's 32 for pixels as B's columns and 14 as A's rows,
+// AVX2's 16 and 5). On the AMD EPYC Zen 3 VM, AVX2, the element loop took 31 % of
+// MobileNet's pw2 at 1 thread, the 16-wide copy 17 %: its pointwise layers 1.02-1.19x
+// faster. On the AMD EPYC Zen 4 VM, AVX-512, the 32- and 14-wide copies: pw8's packing
+// 8.1 % → 3.4 % of its samples, the pointwise layers 0.99-1.11x
 // (results/cpu-zen4-2core/2026-12-02_panel-copies).
 template <class T>
-bool copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
+void copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
   auto copy = [&]<int R>(std::integral_constant<int, R>) {
     for (int64_t k = 0; k < kc; ++k)
       std::memcpy(d + k * R, s + k * cs, R * sizeof(T));
-    return true;
   };
   switch (r) {
     case 32:
@@ -150,7 +140,8 @@ bool copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
     case 5:
       return copy(std::integral_constant<int, 5>{});
     default:
-      return false;
+      for (int64_t k = 0; k < kc; ++k)
+        std::memcpy(d + k * r, s + k * cs, size_t(r) * sizeof(T));
   }
 }
 
@@ -174,9 +165,8 @@ void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count,
       for (int i = 0; i < rows; ++i)
         for (int64_t k = 0; k < k_valid; ++k)
           d[k * r + i] = s[i * rs + k];
-    } else if (kg == 1 && rs == 1 && rows == r && copy_panel(s, cs, k_valid, r, d)) {
-      // Columns contiguous along the panel (a convolution's pixels): R elements per k, a
-      // copy of known size (copy_panel).
+    } else if (kg == 1 && rs == 1 && rows == r) {
+      copy_panel(s, cs, k_valid, r, d);  // columns contiguous along the panel: r elements per k
     } else if (kg == 1) {
       for (int64_t k = 0; k < k_valid; ++k)
         for (int i = 0; i < rows; ++i)

@@ -777,26 +777,18 @@ void row_panels(const UkArgs& u, int64_t bstride) {
       }
     }
   }
-  const __m512 scale = _mm512_set1_ps(u.scale);
-  for (int p = 0; p < P; ++p)
-    for (int h = 0; h < 2; ++h) {
-      const int j = p * NR + 16 * h;  // first column of this vector
-      if (j >= u.n) return;
-      const __mmask16 mask = masks(u.n - j).lo;
-      float* c = u.c + j;
-      __m512 v = to_ps(acc[p][h]);
-      if (u.scale != 1.0f) v = _mm512_mul_ps(v, scale);
-      if (u.load_c) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, c));
-      if (u.last) {
-        if (u.bias_col) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, u.bias_col + j));
-        if (u.bias_row) v = _mm512_add_ps(v, _mm512_set1_ps(u.bias_row[0]));
-        if (u.relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
-      }
-      if (u.last && u.out_bf16)
-        _mm256_mask_storeu_epi16(u.out_bf16 + j, mask, (__m256i)_mm512_cvtneps_pbh(v));
-      else
-        _mm512_mask_storeu_ps(c, mask, v);
-    }
+  // The epilogue of a 1-row tile per panel (finish<1>: scale, partial sums, bias, ReLU,
+  // f32 or bf16 stores), from the sums in t.
+  alignas(64) float t[P * NR];
+  LB_STORE_SUMS(acc, t, P);
+  for (int p = 0; p < P && p * NR < u.n; ++p) {
+    UkArgs panel = u;
+    panel.c = u.c + p * NR;
+    panel.n = u.n - p * NR;
+    panel.bias_col = u.bias_col ? u.bias_col + p * NR : nullptr;
+    panel.out_bf16 = u.out_bf16 ? u.out_bf16 + p * NR : nullptr;
+    finish<1>(panel, t + p * NR);
+  }
 }
 
 template <Kind K>

@@ -132,7 +132,7 @@
       [...new Set(cannot.map((r) => r.why.split(':')[0]))].join(', ') + ')';
     const v = $('verdict');
     // Runs on another CPU under this machine name are not the newest run's history.
-    const earlier = M.same_cpu_runs ?? M.runs.length - 1;
+    const earlier = M.same_cpu_runs;
     const judged = earlier >= I.rule.min_runs;
     if (M.shift) {
       v.className = 'verdict bad';
