@@ -4,8 +4,8 @@
 # never a signal; `check` reports out-of-memory as its own status; a BOM, a directory
 # and escape bytes in input; $LB_CPU_ISA validated and recorded; --threads above the
 # cores warned of and recorded; peaks cached (contended or not), re-measured when
-# implausible, another CPU's or below their share of more threads', and an unwritable cache one warning, the context naming
-# the file used.
+# implausible, another CPU's, or below their share of a peak on more threads; an
+# unwritable cache one warning, the context naming the file used.
 # usage: limits_test.sh path/to/layerbench
 set -u
 lb=$1
@@ -122,7 +122,8 @@ if have dense.cpu.default; then
 fi
 
 # Peaks: measured with a line each, cached even when contended (a second run measures
-# nothing, but for contended ones when the machine is quiet now), recorded with the cache file used; --threads above the cores warned of once.
+# nothing, but for contended ones when the machine is quiet now), recorded with the cache
+# file used; --threads above the cores warned of once.
 # (Variables set before `expect` reach the command it runs.)
 cores=$(nproc)
 over=$((cores + 1))
