@@ -2,13 +2,17 @@
 the form the project's targets take ("≥ 0.9× oneDNN on the same case, same thread count").
 
     scripts/ratios RESULTS.json [MORE ...] --backend cpu --baseline onednn [--min 0.9] [--csv FILE]
+                   [--statistic median|fastest]
     scripts/ratios RESULTS.json [MORE ...] --steps dense.cpu.naive,dense.cpu.blocked,...
 
 Pairs every measured case of --backend with the cases of --baseline on the same problem line
 (layer names aside), dtype, thread count, cache mode and synchronisation, and reports
 ratio = baseline time / kernel time (above 1: faster than the baseline). Where the baseline
 has several kernels for a problem (oneDNN's default and NCHW convolutions), the fastest one
-is the yardstick. --steps instead prints one row per problem, dtype and thread count with
+is the yardstick. Times are each case's median over its repetitions; --statistic fastest takes
+each case's fastest repetition instead (and that repetition's % of peak and of bandwidth):
+on a shared host, where a neighbour slows some repetitions and not others, the fastest
+repetitions of two kernels are the fairer pair. --steps instead prints one row per problem, dtype and thread count with
 each listed kernel's GFLOP/s and % of the machine's peak, in the order given (a progression).
 
 Exit status: 0; 1 with --min when some ratio is below it, or when an input could not be read;
@@ -32,6 +36,8 @@ def parse_args(argv):
     p.add_argument("--min", type=float, help="exit 1 when a ratio is below this")
     p.add_argument("--steps", help="comma-separated kernel ids: GFLOP/s and %% of peak of each, side by side")
     p.add_argument("--csv", help="also write the table as CSV here")
+    p.add_argument("--statistic", choices=("median", "fastest"), default="median",
+                   help="each case's time: the median of its repetitions (default) or the fastest one")
     a = p.parse_args(argv)
     if bool(a.steps) == bool(a.backend and a.baseline):
         p.error("give either --backend and --baseline, or --steps")
@@ -48,12 +54,22 @@ def label(c) -> str:
     return f"{c.layer} mb={c.batch}" if c.layer else problem_without(c.problem, "name")
 
 
-def ratio_table(cases, backend, baseline):
+def timed(c, statistic):
+    """A case's time in µs and a function giving its counters, by the statistic: the median
+    over its repetitions, or its fastest repetition (the median where a file has none)."""
+    fastest = c.fastest() if statistic == "fastest" else None
+    if fastest is None:
+        return c.time_us, c.value
+    t, row = fastest
+    return t, lambda key: row.get(key) if isinstance(row.get(key), (int, float)) else None
+
+
+def ratio_table(cases, backend, baseline, statistic="median"):
     base = {}
     for c in cases:
         if c.backend == baseline and c.ok:
             k = same_case(c)
-            if k not in base or c.time_us < base[k].time_us:
+            if k not in base or timed(c, statistic)[0] < timed(base[k], statistic)[0]:
                 base[k] = c
     t = Table([("problem", "problem"), ("dtype", "dtype"), ("threads", "threads"), ("kernel", "kernel"),
                ("time", "time_us"), ("% of peak", "pct_peak"), ("% of bandwidth", "pct_bw"),
@@ -65,14 +81,15 @@ def ratio_table(cases, backend, baseline):
         b = base.get(same_case(c))
         if b is None:
             continue
-        r = b.time_us / c.time_us
+        (time, value), base_time = timed(c, statistic), timed(b, statistic)[0]
+        r = base_time / time
         ratios.append((c, r))
-        pct, bw = c.value("lb_pct_peak"), c.value("lb_pct_bw")
-        t.add([label(c), c.dtype, c.threads, c.kernel, fmt_time(c.time_us),
+        pct, bw = value("lb_pct_peak"), value("lb_pct_bw")
+        t.add([label(c), c.dtype, c.threads, c.kernel, fmt_time(time),
                fmt_num(pct) + " %" if pct is not None else "—", fmt_num(bw) + " %" if bw is not None else "—",
-               b.kernel, fmt_time(b.time_us), f"{r:.2f}×"],
-              [problem_without(c.problem, "name"), c.dtype, c.threads, c.kernel, c.time_us, pct, bw, b.kernel,
-               b.time_us, r])
+               b.kernel, fmt_time(base_time), f"{r:.2f}×"],
+              [problem_without(c.problem, "name"), c.dtype, c.threads, c.kernel, time, pct, bw, b.kernel,
+               base_time, r])
     return t, ratios
 
 
@@ -108,7 +125,7 @@ def main(argv=None):
         t = steps_table(cases, [k.strip() for k in a.steps.split(",") if k.strip()])
         ratios = None
     else:
-        t, ratios = ratio_table(cases, a.backend, a.baseline)
+        t, ratios = ratio_table(cases, a.backend, a.baseline, a.statistic)
     if not t.rows:
         print("ratios: no case pairs up" if ratios is not None else "ratios: none of the kernels has a measured case",
               file=sys.stderr)
@@ -121,8 +138,9 @@ def main(argv=None):
     if ratios is not None:
         rs = [r for _, r in ratios]
         low = [(c, r) for c, r in ratios if a.min is not None and r < a.min]
-        print(f"\nratios: {len(rs)} cases, {a.backend} / {a.baseline} from {min(rs):.2f}× to {max(rs):.2f}×"
-              + (f"; {len(low)} below {a.min:g}×" if a.min is not None else ""))
+        by = "fastest repetitions" if a.statistic == "fastest" else "medians of the repetitions"
+        print(f"\nratios: {len(rs)} cases, {a.backend} / {a.baseline} from {min(rs):.2f}× to {max(rs):.2f}× "
+              f"(by the {by})" + (f"; {len(low)} below {a.min:g}×" if a.min is not None else ""))
         for c, r in low:
             print(f"  below: {c.name} {r:.2f}×")
         if low:

@@ -157,6 +157,18 @@ class Case:
                 return _number(r["real_time"]) * TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0)
         return None
 
+    def fastest(self) -> tuple[float, dict] | None:
+        """The fastest repetition: its time per run() in microseconds, and its row (whose
+        counters, % of peak among them, are that repetition's); None without repetitions."""
+        best = None
+        for r in self.reps:
+            t = _number(r.get("real_time"))
+            if t is not None:
+                t *= TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0)
+                if best is None or t < best[0]:
+                    best = (t, r)
+        return best
+
     def values(self, key: str) -> list[float]:
         """A counter's value in every repetition (None where absent or NaN left out)."""
         out = [_number(r.get(key)) for r in self.reps]

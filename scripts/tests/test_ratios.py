@@ -3,6 +3,7 @@
 threads, takes the fastest baseline kernel, computes baseline time / time, flags ratios
 below --min; --steps lays kernels side by side; broken inputs are one line."""
 
+import copy
 import unittest
 
 from helpers import TempDir, load_json, scaled, script, write_results
@@ -37,6 +38,26 @@ class Ratios(unittest.TestCase):
         self.assertIn("1.86×", row)
         self.assertIn("5 below 1×", p.stdout)
         self.assertNotIn("below: " + CONV, p.stdout)
+
+    def test_fastest_repetitions(self):
+        # Two of eigen's three repetitions twice as slow (a neighbour's moment): the median
+        # moves with them, the fastest repetition does not.
+        slowed = copy.deepcopy(self.cpu)
+        reps = [r for r in slowed["benchmarks"] if r.get("lb_case") == CONV and r.get("run_type") == "iteration"]
+        fastest = min(reps, key=lambda r: r["real_time"])
+        for r in reps:
+            if r is not fastest:
+                r["real_time"] *= 2
+                r["lb_pct_peak"] /= 2
+        median = self.run_on(slowed, "--backend", "eigen", "--baseline", "onednn")
+        best = self.run_on(slowed, "--backend", "eigen", "--baseline", "onednn", "--statistic", "fastest")
+        self.assertEqual(best.returncode, 0, best.stdout + best.stderr)
+        row = lambda p: next(r for r in self.rows(p.stdout) if r.startswith("| conv1 mb=1 | f32 | 1 |"))
+        self.assertIn("0.47×", row(median))  # onednn 242 µs / eigen 520 µs (two of three doubled)
+        self.assertIn("0.93×", row(best))  # onednn's fastest 242 µs / eigen's fastest 259 µs
+        self.assertIn("| 32.3 % |", row(best))  # the fastest repetition's own % of peak
+        self.assertIn("by the fastest repetitions", best.stdout)
+        self.assertIn("by the medians of the repetitions", median.stdout)
 
     def test_steps_side_by_side(self):
         p = self.run_on(self.cpu, "--steps", "conv2d.eigen.im2col,conv2d.onednn.default")
