@@ -9,11 +9,11 @@ Pairs every measured case of --backend with the cases of --baseline on the same 
 (layer names aside), dtype, thread count, cache mode and synchronisation, and reports
 ratio = baseline time / kernel time (above 1: faster than the baseline). Where the baseline
 has several kernels for a problem (oneDNN's default and NCHW convolutions), the fastest one
-is the yardstick. Times are each case's median over its repetitions; --statistic fastest takes
-each case's fastest repetition instead (and that repetition's % of peak and of bandwidth):
-on a shared host, where a neighbour slows some repetitions and not others, the fastest
-repetitions of two kernels are the fairer pair. --steps instead prints one row per problem, dtype and thread count with
-each listed kernel's GFLOP/s and % of the machine's peak, in the order given (a progression).
+is the yardstick. Times are each case's median over its repetitions; --statistic fastest
+takes each case's fastest repetition instead (and that repetition's % of peak and of
+bandwidth): on a shared host, where a neighbour slows some repetitions and not others, the
+fastest repetitions of two kernels are the fairer pair. --steps instead prints one row per
+problem, dtype and thread count with each listed kernel's GFLOP/s and % of the machine's peak, in the order given (a progression).
 
 Exit status: 0; 1 with --min when some ratio is below it, or when an input could not be read;
 2 when nothing could be read, no case pairs up, or the arguments are wrong.
@@ -61,7 +61,7 @@ def timed(c, statistic):
     if fastest is None:
         return c.time_us, c.value
     t, row = fastest
-    return t, lambda key: row.get(key) if isinstance(row.get(key), (int, float)) else None
+    return t, lambda key: c.value_in(row, key)
 
 
 def ratio_table(cases, backend, baseline, statistic="median"):

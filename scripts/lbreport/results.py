@@ -77,6 +77,12 @@ def _int(v, default=None):
         return default
 
 
+def _rep_time_us(row: dict) -> float | None:
+    """A repetition's time per run() in microseconds (None where missing or NaN)."""
+    t = _number(row.get("real_time"))
+    return None if t is None else t * TIME_UNITS_US.get(row.get("time_unit", "ns"), 1.0)
+
+
 @dataclass
 class Case:
     """One case (problem x kernel x threads) of one results file, with its repetitions."""
@@ -138,12 +144,7 @@ class Case:
         return _int(self.keys.get("mb"))
 
     def times_us(self) -> list[float]:
-        out = []
-        for r in self.reps:
-            t = _number(r.get("real_time"))
-            if t is not None:
-                out.append(t * TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0))
-        return out
+        return [t for t in map(_rep_time_us, self.reps) if t is not None]
 
     @property
     def time_us(self) -> float | None:
@@ -160,14 +161,12 @@ class Case:
     def fastest(self) -> tuple[float, dict] | None:
         """The fastest repetition: its time per run() in microseconds, and its row (whose
         counters, % of peak among them, are that repetition's); None without repetitions."""
-        best = None
-        for r in self.reps:
-            t = _number(r.get("real_time"))
-            if t is not None:
-                t *= TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0)
-                if best is None or t < best[0]:
-                    best = (t, r)
-        return best
+        timed = [(t, r) for r in self.reps if (t := _rep_time_us(r)) is not None]
+        return min(timed, key=lambda tr: tr[0]) if timed else None
+
+    def value_in(self, row: dict, key: str) -> float | None:
+        """A counter's value in one repetition's row (None where absent or NaN)."""
+        return _number(row.get(key))
 
     def values(self, key: str) -> list[float]:
         """A counter's value in every repetition (None where absent or NaN left out)."""
