@@ -647,26 +647,32 @@ bool remeasure_below_share(std::vector<Peak>& peaks, const std::vector<Loop>& lo
   auto is_fresh = [&](const Peak& e) {
     return std::find(fresh.begin(), fresh.end(), std::pair{e.kind, e.threads}) != fresh.end();
   };
+  // The peak on more threads (cores enough) whose share `few` falls below, either of them
+  // measured by this run; null when none.
+  auto contradicted_by = [&](const Peak& few) -> const Peak* {
+    for (const Peak& many : peaks)
+      if (many.kind == few.kind && many.threads > few.threads && many.threads <= cores &&
+          (is_fresh(few) || is_fresh(many)) &&
+          few.ops_per_second < kLeastShare * many.ops_per_second / many.threads * few.threads)
+        return &many;
+    return nullptr;
+  };
   bool again = false;
   for (const Loop& loop : loops)
     for (Peak& few : peaks) {
-      if (few.kind != loop.kind || few.threads > cores) continue;
-      for (const Peak& many : peaks) {
-        if (many.kind != loop.kind || many.threads <= few.threads || many.threads > cores) continue;
-        if (!is_fresh(few) && !is_fresh(many)) continue;
-        const double share = many.ops_per_second / many.threads * few.threads;
-        if (few.ops_per_second >= kLeastShare * share || stopping()) continue;
-        std::fprintf(
-            stderr,
-            "layerbench: the %s peak on %d thread%s (%.1f %s) is below %.0f %% of its share of the one "
-            "on %d threads (%.1f); measuring it again\n",
-            loop.kind.c_str(), few.threads, few.threads == 1 ? "" : "s", few.ops_per_second / 1e9,
-            loop.bytes ? "GB/s" : "GFLOP/s", 100 * kLeastShare, many.threads, share / 1e9);
-        Peak remeasured = measure(loop, few.threads);
-        if (remeasured.ops_per_second > few.ops_per_second) few = std::move(remeasured);
-        again = true;
-        break;
-      }
+      if (few.kind != loop.kind || few.threads > cores || stopping()) continue;
+      const Peak* many = contradicted_by(few);
+      if (!many) continue;
+      std::fprintf(
+          stderr,
+          "layerbench: the %s peak on %d thread%s (%.1f %s) is below %.0f %% of its share of the one "
+          "on %d threads (%.1f); measuring it again\n",
+          loop.kind.c_str(), few.threads, few.threads == 1 ? "" : "s", few.ops_per_second / 1e9,
+          loop.bytes ? "GB/s" : "GFLOP/s", 100 * kLeastShare, many->threads,
+          many->ops_per_second / many->threads * few.threads / 1e9);
+      Peak remeasured = measure(loop, few.threads);
+      if (remeasured.ops_per_second > few.ops_per_second) few = std::move(remeasured);
+      again = true;
     }
   return again;
 }
