@@ -1,6 +1,7 @@
 // conv2d.cpu.default — convolution as implicit GEMM on the cpu backend's GEMM (gemm.h),
 // NCHW, any stride, padding, dilation and groups (depthwise has its own direct kernel,
 // conv2d.cpu.depthwise: a GEMM with one row per group would waste the micro-kernel).
+// f32 here; bf16 and int8 in conv2d_lowp.cpp (this kernel hands them over in prepare()).
 //
 // Per image and group:  C (K_g × P) = W_g (K_g × C_g·R·S) · col (C_g·R·S × P) + bias,
 // K_g output channels, P = OH·OW output pixels, C_g input channels, R×S filter.
@@ -163,12 +164,18 @@ void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, i
 class ImplicitGemmConv final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
-    if (std::string why = require_dtypes(p, {DType::f32}); !why.empty()) return why;
+    if (std::string why = require_dtypes(p, {DType::f32, DType::bf16, DType::i8}); !why.empty()) return why;
     if (p.conv().depthwise()) return "depthwise convolutions are conv2d.cpu.depthwise's";
+    if (p.dt != DType::f32) return make_lowp_conv2d()->supports(p);
     return {};
   }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    lowp_.reset();
+    if (p.dt != DType::f32) {  // bf16 and int8: conv2d_lowp.cpp
+      lowp_ = make_lowp_conv2d();
+      return lowp_->prepare(p, ts, ctx);
+    }
     cv_ = p.conv();
     relu_ = p.relu;
     isa_ = best_isa();
@@ -259,6 +266,7 @@ class ImplicitGemmConv final : public Kernel {
   }
 
   void run(TensorSet& ts) override {
+    if (lowp_) return lowp_->run(ts);
     const float* x = ts.at(Arg::src).as<float>();
     const float* bias = ts.at(Arg::bias).as<float>();
     float* y = ts.at(Arg::dst).as<float>();
@@ -345,6 +353,7 @@ class ImplicitGemmConv final : public Kernel {
   }
 
   void release() override {
+    lowp_.reset();
     packed_.clear();
     sums_ = {};
     ws_ = {};
@@ -356,6 +365,7 @@ class ImplicitGemmConv final : public Kernel {
     pool_.reset();
   }
   std::string details() const override {
+    if (lowp_) return lowp_->details();
     const bool pixels = indirect_ && isa_ == Isa::avx2;
     const Tile t = pixels ? Tile{kChannelsAvx2, kPixelsAvx2} : f32_tile(isa_);
     return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
@@ -365,6 +375,7 @@ class ImplicitGemmConv final : public Kernel {
                          : " implicit-im2col");
   }
   size_t scratch_bytes() const override {
+    if (lowp_) return lowp_->scratch_bytes();
     size_t b = ws_.bytes() + padded_.bytes() + offsets_.size() * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
@@ -589,6 +600,7 @@ class ImplicitGemmConv final : public Kernel {
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   Workspace ws_;
+  std::unique_ptr<Kernel> lowp_;  // bf16 and int8 (conv2d_lowp.cpp); null for f32
 };
 
 }  // namespace

@@ -250,6 +250,27 @@ TEST(AmxEmulated, DenseConformsOnEmulatedTiles) {
   }
 }
 
+// conv2d.cpu.default's bf16 and int8 path (im2row + the low-precision GEMM) on the emulated
+// tiles: strides, padding, dilation, groups, 1×1, a depth of two bf16 K slices (partial
+// sums), the ReLU modes, batch below and above the threads.
+TEST(AmxEmulated, ConvConformsOnEmulatedTiles) {
+  const KernelEntry* conv = registry().find("conv2d.cpu.default");
+  ASSERT_NE(conv, nullptr);
+  const cpu::LowpPathOverride emulated(LowpPath::amx_emulated);
+  for (const char* line : {"conv2d mb=2 ic=17 ih=15 iw=13 oc=5 kh=3 kw=3 sh=2 ph=1 relu=fused",
+                           "conv2d mb=2 ic=5 ih=11 iw=9 oc=7 kh=3 kw=2 sh=2 sw=3 ph=2 pw=1 dh=2 dw=3",
+                           "conv2d mb=1 ic=6 ih=9 iw=9 oc=9 kh=3 kw=1 sw=2 ph=1 g=3 relu=separate",
+                           "conv2d mb=3 ic=16 ih=7 iw=7 oc=40 kh=1 kw=1 relu=inplace",
+                           "conv2d mb=1 ic=130 ih=9 iw=9 oc=20 kh=3 kw=3 ph=1"}) {
+    Problem p = parse_problem(line);
+    for (DType dt : {DType::bf16, DType::i8}) {
+      p.dt = dt;
+      for (int threads : {1, 2})
+        EXPECT_TRUE(check_conforms(*conv, p, Context{threads})) << print(p);
+    }
+  }
+}
+
 // The emulation faults as the hardware does on a tile instruction before ldtilecfg: the
 // GEMM tests above pass only if every thread configures its tiles before its first tile.
 TEST(AmxEmulatedDeathTest, TileInstructionWithoutConfigurationFaults) {
