@@ -8,7 +8,8 @@
 //            else AVX2, else portable; $LB_CPU_ISA overrides), plus bf16 and int8 (u8 × s8
 //            → s32, scaled to f32) where the CPU has them: on AMX tiles (tdpbf16ps, tdpbusd;
 //            32×32, ukernel_amx.h) where the CPU and Linux allow them, else AVX-512
-//            (vdpbf16ps, vpdpbusd; LB_CPU_ISA=avx512 keeps an AMX host there).
+//            (vdpbf16ps, vpdpbusd; LB_CPU_ISA=avx512 keeps an AMX host there); int8
+//            without VNNI on AVX2 (vpmaddwd on widened operands, 4×16, ukernel_avx2.cpp).
 //
 // x is M×K (M = MB), W is N×K (N = OC): C = A·B with A = x (packed per call, MC rows at a
 // time) and B = Wᵀ, packed once in prepare() into NR-column panels (the weights do not
@@ -99,9 +100,8 @@ class PackedDense final : public Kernel {
       return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
     }
     const Tile t = lowp_tile(path_);
-    return "isa=" + std::string(path_ == LowpPath::avx512 ? "avx512" : "amx") + " " +
-           std::string(lowp_instruction(elem(), path_)) + " tile=" + std::to_string(t.mr) + "x" +
-           std::to_string(t.nr);
+    return "isa=" + std::string(name(path_)) + " " + std::string(lowp_instruction(elem(), path_)) +
+           " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
   }
   size_t scratch_bytes() const override { return packed_.bytes() + ws_.bytes() + partials_.bytes(); }
 

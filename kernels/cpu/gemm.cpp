@@ -39,6 +39,7 @@ struct Spec {
   // Where set: a single row of C (m = 1) over up to row_panels B micro-panels in one call.
   void (*row)(const UkArgs&, int64_t bstride) = nullptr;
   int row_panels = 1;
+  bool widen_a = false;  // A's u8 packed zero-extended to u16 (ea = 2): AVX2's int8 tile
 };
 
 namespace {
@@ -72,6 +73,10 @@ constexpr Spec amx_spec(Elem e, void (*ukr)(const UkArgs&), void (*begin)(), voi
 }
 constexpr Spec kBf16Amx = amx_spec(Elem::bf16, ukr_bf16_amx, amx_configure, amx_release);
 constexpr Spec kU8s8Amx = amx_spec(Elem::u8s8, ukr_u8s8_amx, amx_configure, amx_release);
+// int8 on AVX2 (ukernel_avx2.cpp): 4×16, A widened to u16 pairs as it is packed. KC = 1024
+// elements: the B micro-panel (16 KB) in L1; MC = 100: the A block (200 KB) in L2.
+constexpr Spec kU8s8Avx2 = {4,       16,      2,       2, 2,   1, 1024, 100, 2048, ukr_u8s8_avx2,
+                            nullptr, nullptr, nullptr, 1, true};
 constexpr Spec kBf16AmxEmulated =
     amx_spec(Elem::bf16, ukr_bf16_amx_emulated, amx_configure_emulated, amx_release_emulated);
 constexpr Spec kU8s8AmxEmulated =
@@ -87,6 +92,9 @@ const Spec& spec_of(Elem e, LowpPath path) {
       return bf16 ? kBf16Amx : kU8s8Amx;
     case LowpPath::amx_emulated:
       return bf16 ? kBf16AmxEmulated : kU8s8AmxEmulated;
+    case LowpPath::avx2:
+      if (!bf16) return kU8s8Avx2;
+      break;  // lowp_path() never gives bf16 this path
     case LowpPath::avx512:
       break;
   }
@@ -195,6 +203,37 @@ void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count,
   }
 }
 
+// pack_strided's grouped layout for u8 elements stored zero-extended as u16 (AVX2's int8
+// A panels, ukernel_avx2.cpp).
+void pack_widened(const uint8_t* p, int64_t rs, int64_t cs, int64_t i0, int64_t count, int64_t k0, int64_t kc,
+                  int64_t k_total, int r, int kg, uint16_t* dst) {
+  const int64_t panels = ceil_div(count, r);
+  const int64_t k_valid = std::clamp<int64_t>(k_total - k0, 0, kc);
+  for (int64_t q = 0; q < panels; ++q) {
+    uint16_t* d = dst + q * kc * r;
+    const int rows = int(std::min<int64_t>(r, count - q * r));
+    if (rows < r || k_valid < kc) std::memset(static_cast<void*>(d), 0, size_t(kc) * r * sizeof(uint16_t));
+    const uint8_t* s = p + (i0 + q * r) * rs + k0 * cs;
+    if (kg == 2 && cs == 1) {
+      // Rows contiguous along k (x of dense, the pixel rows of a convolution): one 32-bit
+      // pair per step, no division per element (that loop took twice the tile's time on an
+      // int8 3×3 convolution with 64 output channels).
+      auto* d32 = reinterpret_cast<uint32_t*>(d);
+      const int64_t pairs = k_valid / 2;
+      for (int i = 0; i < rows; ++i) {
+        const uint8_t* row = s + i * rs;
+        for (int64_t w = 0; w < pairs; ++w)
+          d32[w * r + i] = uint32_t(row[2 * w]) | uint32_t(row[2 * w + 1]) << 16;
+        if (k_valid % 2) d32[pairs * r + i] = row[2 * pairs];
+      }
+      continue;
+    }
+    for (int i = 0; i < rows; ++i)
+      for (int64_t k = 0; k < k_valid; ++k)
+        d[(k / kg) * r * kg + i * kg + k % kg] = s[i * rs + k * cs];
+  }
+}
+
 // One side of a product as the driver sees it.
 struct Side {
   const Packed* packed = nullptr;
@@ -213,7 +252,7 @@ Side side_of(const Operand& o) {
 // when packed, else packed into buf. Returns the first panel and sets the stride between
 // panels.
 const std::byte* panels(const Side& side, int r, int kg, int64_t i0, int64_t count, int64_t k0, int64_t kc,
-                        int64_t k_total, size_t elem, std::byte* buf, int64_t& stride) {
+                        int64_t k_total, size_t elem, std::byte* buf, int64_t& stride, bool widen = false) {
   if (side.packed) {
     stride = side.packed->panel_stride_bytes();
     return side.packed->panel_bytes(i0 / r, k0);
@@ -221,6 +260,9 @@ const std::byte* panels(const Side& side, int r, int kg, int64_t i0, int64_t cou
   stride = kc * r * int64_t(elem);
   if (side.pack) {
     (*side.pack)(i0, count, k0, kc, r, reinterpret_cast<float*>(buf));
+  } else if (widen) {
+    pack_widened(static_cast<const uint8_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
+                 reinterpret_cast<uint16_t*>(buf));
   } else if (elem == 4) {
     pack_strided(static_cast<const float*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
                  reinterpret_cast<float*>(buf));
@@ -271,7 +313,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
       u.stream = ep.stream && u.last && !u.load_c;
       for (int64_t ic = rows.first; ic < rows.last; ic += s.mc) {
         const int64_t mc = std::min(s.mc, rows.last - ic);
-        const std::byte* ablk = panels(a, s.mr, s.ka, ic, mc, pc, kc, k, s.ea, abuf, astride);
+        const std::byte* ablk = panels(a, s.mr, s.ka, ic, mc, pc, kc, k, s.ea, abuf, astride, s.widen_a);
         // One row (a GEMV): several B panels per call where the ISA has a row kernel.
         const bool row = s.row && mc == 1;
         const int64_t step = row ? int64_t(s.nr) * s.row_panels : s.nr;
@@ -443,18 +485,39 @@ LowpPathOverride::~LowpPathOverride() {
 }
 
 LowpPath lowp_path(Elem e) {
-  if (const int forced = lowp_path_override; forced >= 0 && e != Elem::f32) return LowpPath(forced);
+  if (const int forced = lowp_path_override;
+      forced >= 0 && e != Elem::f32 && !(LowpPath(forced) == LowpPath::avx2 && e == Elem::bf16))
+    return LowpPath(forced);
   // Read once, as best_isa() is.
   static const bool amx[2] = {amx_reason(Elem::bf16).empty(), amx_reason(Elem::u8s8).empty()};
   static const bool forced_below_amx = [] {
     const std::optional<Forced> f = forced_choice();
     return f && !f->amx;
   }();
-  if (e == Elem::f32 || forced_below_amx) return LowpPath::avx512;
-  return amx[e == Elem::bf16 ? 0 : 1] ? LowpPath::amx : LowpPath::avx512;
+  // int8 without AVX-512 VNNI (or with a lesser ISA forced): AVX2's tile where there is AVX2.
+  static const bool int8_on_avx2 =
+      best_isa() == Isa::avx2 || (best_isa() == Isa::avx512 && !__builtin_cpu_supports("avx512vnni"));
+  if (e == Elem::f32) return LowpPath::avx512;
+  if (!forced_below_amx && amx[e == Elem::bf16 ? 0 : 1]) return LowpPath::amx;
+  return e == Elem::u8s8 && int8_on_avx2 ? LowpPath::avx2 : LowpPath::avx512;
+}
+
+std::string_view name(LowpPath path) {
+  switch (path) {
+    case LowpPath::avx512:
+      return "avx512";
+    case LowpPath::amx:
+      return "amx";
+    case LowpPath::amx_emulated:
+      return "amx (emulated)";
+    case LowpPath::avx2:
+      return "avx2";
+  }
+  return "?";
 }
 
 Tile lowp_tile(LowpPath path) {
+  if (path == LowpPath::avx2) return {kU8s8Avx2.mr, kU8s8Avx2.nr};
   return path == LowpPath::avx512 ? f32_tile(Isa::avx512) : Tile{amx::kMR, amx::kNR};
 }
 
@@ -465,6 +528,8 @@ std::string_view lowp_instruction(Elem e, LowpPath path) {
       return bf16 ? "tdpbf16ps" : "tdpbusd";
     case LowpPath::amx_emulated:
       return bf16 ? "tdpbf16ps (emulated)" : "tdpbusd (emulated)";
+    case LowpPath::avx2:
+      return "vpmaddwd";
     case LowpPath::avx512:
       break;
   }
@@ -472,19 +537,20 @@ std::string_view lowp_instruction(Elem e, LowpPath path) {
 }
 
 std::string elem_reason(Elem e) {
-  const char* what =
-      e == Elem::bf16 ? "bf16 needs AVX512_BF16 (vdpbf16ps)" : "int8 needs AVX512_VNNI (vpdpbusd)";
+  const char* what = e == Elem::bf16 ? "bf16 needs AVX512_BF16 (vdpbf16ps)"
+                                     : "int8 needs AVX512_VNNI (vpdpbusd) or AVX2 (vpmaddwd)";
   switch (e) {
     case Elem::f32:
       return {};
     case Elem::bf16:
     case Elem::u8s8:
       if (lowp_path(e) != LowpPath::avx512) return {};
-      if (!isa_supported(Isa::avx512) ||
-          !(e == Elem::bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx512vnni")))
+      if (e == Elem::bf16 ? !isa_supported(Isa::avx512) || !__builtin_cpu_supports("avx512bf16")
+                          : !(isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni")) &&
+                                !isa_supported(Isa::avx2))
         return std::string(what) + ", which this CPU lacks";
-      // Its micro-kernel is AVX-512 only: a lesser forced ISA leaves the dtype out
-      // rather than running it at AVX-512 anyway, as a machine without AVX-512 would.
+      // The CPU has a micro-kernel for it, but not at the ISA forced: the dtype is left out
+      // rather than run above it, as a machine without that ISA would.
       if (best_isa() != Isa::avx512)
         return std::string(what) + "; LB_CPU_ISA=" + std::string(name(best_isa())) + " forces a lesser ISA";
       return {};
@@ -516,13 +582,16 @@ std::string isa_context() {
   const std::optional<Forced> forced = forced_choice();
   if (!forced) return "none";
   if (forced->amx)
-    return "amx (bf16 and int8 micro-kernels of dense and lstm on AMX tiles; f32 micro-kernels of dense, "
+    return "amx (bf16 and int8 micro-kernels of dense, conv2d and lstm on AMX tiles; f32 micro-kernels of "
+           "dense, "
            "conv2d, lstm and depthwise conv2d on avx512; not forced: dense.cpu.packed and dense.cpu.avx2, "
            "whose ISA is their id, onednn and eigen)";
   std::string out =
       std::string(name(forced->isa)) + " (f32 micro-kernels of dense, conv2d, lstm and depthwise conv2d";
-  if (forced->isa != Isa::avx512)
-    out += "; bf16 and int8, AVX-512 or AMX only, are unsupported";
+  if (forced->isa == Isa::avx2)
+    out += "; int8 on avx2 (vpmaddwd); bf16, AVX-512 or AMX only, is unsupported";
+  else if (forced->isa != Isa::avx512)
+    out += "; bf16 and int8, AVX-512, AMX or (int8) AVX2 only, are unsupported";
   else if (amx_cpuid().tile)
     out += "; bf16 and int8 on AVX-512, not AMX";
   return out + "; not forced: dense.cpu.packed and dense.cpu.avx2, whose ISA is their id, onednn and eigen)";

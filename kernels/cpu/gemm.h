@@ -139,24 +139,29 @@ void gemm_f32(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const 
 void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a, const Operand& b, float* c,
                      int64_t ldc, const Epilogue& ep, const Workspace& ws, int tid);
 
-// Low precision (AVX-512 or AMX): bf16 × bf16 with f32 accumulation (vdpbf16ps,
-// tdpbf16ps) and u8 × s8 with s32 accumulation (vpdpbusd, tdpbusd). The element kind of a
-// packed operand.
+// Low precision (AVX-512 or AMX; int8 also AVX2): bf16 × bf16 with f32 accumulation
+// (vdpbf16ps, tdpbf16ps) and u8 × s8 with s32 accumulation (vpdpbusd, tdpbusd, vpmaddwd). The element kind of
+// a packed operand.
 enum class Elem { f32, bf16, u8s8 };
 
 // The code a low-precision GEMM runs on: AVX-512's 14×32 register tiles, AMX's 32×32 tiles
 // (ukernel_amx.h), or those AMX tiles emulated in portable C++ from the instructions'
 // documented semantics — for tests of the tile path on any host; lowp_path() never picks it.
-enum class LowpPath { avx512, amx, amx_emulated };
+// AVX2 has int8 only (4×16 tiles of vpmaddwd on widened operands, ukernel_avx2.cpp), where
+// AVX-512 VNNI is absent or LB_CPU_ISA=avx2 forces it.
+enum class LowpPath { avx512, amx, amx_emulated, avx2 };
+std::string_view name(LowpPath path);  // "avx512", "amx", "amx (emulated)", "avx2"
 // Empty when AMX runs an element kind here: CPUID has amx_tile and amx_bf16 / amx_int8,
 // the epilogue's AVX-512 (F, BW, VL, DQ, BF16) is there, and Linux granted this process
 // the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, asked once); else
 // why not ("no AMX: CPUID lacks amx_tile", "Linux refused XTILEDATA permission: ...").
 std::string amx_reason(Elem e);
 // The path this process's low-precision GEMMs take: amx where amx_reason() is empty and
-// $LB_CPU_ISA is unset or amx, else avx512 (LB_CPU_ISA=avx512 keeps AMX hosts on it).
+// $LB_CPU_ISA is unset or amx, else avx512 (LB_CPU_ISA=avx512 keeps AMX hosts on it) —
+// for int8, avx2 where the ISA chosen is AVX2 or an AVX-512 without VNNI.
 LowpPath lowp_path(Elem e);
-// For tests: while one is alive, lowp_path() answers `path` for both element kinds, so that
+// For tests: while one is alive, lowp_path() answers `path` for both element kinds (avx2:
+// int8 only), so that
 // dense.cpu.default runs on the emulated tiles against the reference on any host (the LSTM
 // cell of bf16 still needs AVX-512). One at a time; not for use while kernels run.
 class LowpPathOverride {
@@ -171,14 +176,15 @@ class LowpPathOverride {
 // ISA below AVX-512; else the reason, as a kernel's supports() gives it.
 std::string elem_reason(Elem e);
 bool elem_supported(Elem e);
-// The C tile of a low-precision path (AVX-512 keeps f32's 14×32; AMX 32×32).
+// The C tile of a low-precision path (AVX-512 keeps f32's 14×32; AMX 32×32; AVX2 4×16).
 Tile lowp_tile(LowpPath path);
 // "vdpbf16ps", "tdpbf16ps (emulated)", ...: the instruction a path multiplies with.
 std::string_view lowp_instruction(Elem e, LowpPath path);
 
 // A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
 // W (N×K, bf16 or s8 storage) is w[j*rs + k*cs]. The same 32-column panels serve AVX-512
-// and AMX; AMX pads the depth to its tile's (32 bf16 / 64 u8), so a Packed is for one path.
+// and AMX; AMX pads the depth to its tile's (32 bf16 / 64 u8), AVX2 has 16-column panels
+// of s8 pairs: a Packed is for one path.
 Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
 Packed pack_lowp_b(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
 

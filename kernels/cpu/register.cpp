@@ -46,7 +46,7 @@ void register_cpu(Registry& r) {
         [] { return make_packed_dense(Isa::avx2); });
   r.add({.id = "dense.cpu.default",
          .idea = "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, "
-                 "int8 vpdpbusd",
+                 "int8 vpdpbusd (AVX2: vpmaddwd)",
          .accumulation = "f32 (bf16), s32 (int8)",
          .multithreaded = true},
         [] { return make_dense(); });

@@ -34,6 +34,9 @@ void ukr_f32_avx512(const UkArgs& u);
 void ukr_bf16_avx512(const UkArgs& u);  // bf16 × bf16, f32 accumulation (vdpbf16ps)
 void ukr_u8s8_avx512(const UkArgs& u);  // u8 × s8, s32 accumulation (vpdpbusd)
 void ukr_f32_avx2(const UkArgs& u);
+// u8 × s8 on AVX2, 4×16: A packed as u16 pairs (KG 2, zero-extended), B as s8 pairs (KG 2),
+// products widened to s16 and summed in s32 by vpmaddwd (exact; see ukernel_avx2.cpp).
+void ukr_u8s8_avx2(const UkArgs& u);
 // A single row of C (m = 1) over up to kRowPanelsAvx2 B micro-panels bstride bytes apart, n
 // columns in all (a GEMV: several streams of B in flight, see ukernel_avx2.cpp).
 constexpr int kRowPanelsAvx2 = 4;

@@ -37,6 +37,34 @@ TEST(Cpu, LowPrecisionDenseIsVerifiedWhereTheCpuHasIt) {
   }
 }
 
+// int8 on the AVX2 tile (4×16, vpmaddwd on widened operands), wherever the CPU has AVX2
+// (the path of int8 on hosts without AVX-512 VNNI; forced here on those with it): dense
+// and convolution against the reference — rows and columns past whole tiles, an odd depth
+// (the last pair half zero), two K slices (depth past 1024), pointwise and strided 3×3
+// convolutions, every ReLU mode, 1 and 2 threads.
+TEST(Cpu, Int8OnTheAvx2TileConforms) {
+  if (!cpu::isa_supported(cpu::Isa::avx2)) GTEST_SKIP() << "no AVX2 on this CPU";
+  const cpu::LowpPathOverride avx2(cpu::LowpPath::avx2);
+  ASSERT_EQ(cpu::lowp_path(cpu::Elem::u8s8), cpu::LowpPath::avx2);
+  ASSERT_NE(cpu::lowp_path(cpu::Elem::bf16), cpu::LowpPath::avx2);  // AVX2 has no bf16 tile
+  const KernelEntry* dense = registry().find("dense.cpu.default");
+  const KernelEntry* conv = registry().find("conv2d.cpu.default");
+  ASSERT_NE(dense, nullptr);
+  ASSERT_NE(conv, nullptr);
+  for (const char* line : {"dense mb=17 ic=1027 oc=45 relu=fused", "dense mb=1 ic=64 oc=1",
+                           "dense mb=33 ic=31 oc=17 relu=separate", "dense mb=70 ic=2100 oc=40 relu=inplace",
+                           "conv2d mb=2 ic=17 ih=15 iw=13 oc=5 kh=3 kw=3 sh=2 ph=1 relu=fused",
+                           "conv2d mb=1 ic=6 ih=9 iw=9 oc=9 kh=3 kw=1 sw=2 ph=1 g=3 relu=separate",
+                           "conv2d mb=3 ic=16 ih=7 iw=7 oc=40 kh=1 kw=1 relu=inplace",
+                           "conv2d mb=1 ic=130 ih=9 iw=9 oc=20 kh=3 kw=3 ph=1"}) {
+    Problem p = parse_problem(line);
+    p.dt = DType::i8;
+    const KernelEntry& k = p.op() == Op::dense ? *dense : *conv;
+    for (int threads : {1, 2})
+      EXPECT_TRUE(check_conforms(k, p, Context{threads})) << print(p);
+  }
+}
+
 // A pointwise layer whose output is streamed past the caches (MobileNet's pw2: 32 deep,
 // 3.2 MB out; conv2d.cpp's stream rule), in the ReLU modes that stream and one that does
 // not, on 1 and 2 threads.
