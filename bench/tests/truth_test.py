@@ -55,31 +55,27 @@ try:
         with open(out) as f:
             doc = json.load(f)
         runs = [r for r in doc["benchmarks"] if r.get("run_type") == "iteration"]
+
+        def extra_run(what, problem, kernel_ids, dtype):
+            """One more run of one problem (relu=none, one repetition): its iteration entries."""
+            path = os.path.join(tmp, what.replace(" ", "_") + ".json")
+            q = subprocess.run(args[:2] + ["--problem", problem, "--kernel", ",".join(kernel_ids), "--dtype", dtype,
+                                           "--relu", "none", "--threads", ",".join(map(str, threads)), "--out", path,
+                                           "--benchmark_min_time=0.3", "--benchmark_repetitions=1"],
+                               capture_output=True, text=True)
+            print(q.stdout[-1500:], q.stderr[-1000:])
+            if q.returncode != 0:
+                failures.append(f"layerbench run ({what}) exited {q.returncode}")
+            with open(path) as f:
+                return [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
+
         # A memory-bound layer beside it (batch 1: the 64 MB of weights are read once per
         # run, 0.5 FLOP per byte), for the bandwidth ceiling.
-        small = os.path.join(tmp, "small.json")
-        q = subprocess.run(args[:2] + ["--problem", "dense mb=1 ic=4096 oc=4096", "--kernel", ",".join(kernels),
-                                       "--dtype", "f32", "--relu", "none", "--threads", ",".join(map(str, threads)),
-                                       "--out", small, "--benchmark_min_time=0.3", "--benchmark_repetitions=1"],
-                           capture_output=True, text=True)
-        print(q.stdout[-1500:], q.stderr[-1000:])
-        if q.returncode != 0:
-            failures.append(f"layerbench run (batch 1) exited {q.returncode}")
-        with open(small) as f:
-            small_runs = [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
+        small_runs = extra_run("batch 1", "dense mb=1 ic=4096 oc=4096", kernels, "f32")
         # An int8 convolution (ResNet's 3x3, 64 channels, 56x56: compute-bound), held to the
         # int8 peak of the host's fastest int8 engine.
-        conv = os.path.join(tmp, "conv.json")
-        c = subprocess.run(args[:2] + ["--problem", "conv2d mb=1 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 ph=1",
-                                       "--kernel", ",".join(conv_kernels), "--dtype", "i8", "--relu", "none",
-                                       "--threads", ",".join(map(str, threads)), "--out", conv,
-                                       "--benchmark_min_time=0.3", "--benchmark_repetitions=1"],
-                           capture_output=True, text=True)
-        print(c.stdout[-1500:], c.stderr[-1000:])
-        if c.returncode != 0:
-            failures.append(f"layerbench run (int8 convolution) exited {c.returncode}")
-        with open(conv) as f:
-            conv_runs = [r for r in json.load(f)["benchmarks"] if r.get("run_type") == "iteration"]
+        conv_runs = extra_run("int8 convolution", "conv2d mb=1 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 ph=1",
+                              conv_kernels, "i8")
 finally:
     busy.kill()
     busy.wait()
