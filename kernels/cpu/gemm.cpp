@@ -75,8 +75,10 @@ constexpr Spec kBf16Amx = amx_spec(Elem::bf16, ukr_bf16_amx, amx_configure, amx_
 constexpr Spec kU8s8Amx = amx_spec(Elem::u8s8, ukr_u8s8_amx, amx_configure, amx_release);
 // int8 on AVX2 (ukernel_avx2.cpp): 4×16, A widened to u16 pairs as it is packed. KC = 1024
 // elements: the B micro-panel (16 KB) in L1; MC = 100: the A block (200 KB) in L2.
-constexpr Spec kU8s8Avx2 = {4,       16,      2,       2, 2,   1, 1024, 100, 2048, ukr_u8s8_avx2,
-                            nullptr, nullptr, nullptr, 1, true};
+// clang-format off
+constexpr Spec kU8s8Avx2 = {4, 16, 2, 2, 2, 1, 1024, 100, 2048, ukr_u8s8_avx2, nullptr, nullptr, nullptr, 1,
+                            true};
+// clang-format on
 constexpr Spec kBf16AmxEmulated =
     amx_spec(Elem::bf16, ukr_bf16_amx_emulated, amx_configure_emulated, amx_release_emulated);
 constexpr Spec kU8s8AmxEmulated =
@@ -583,9 +585,8 @@ std::string isa_context() {
   if (!forced) return "none";
   if (forced->amx)
     return "amx (bf16 and int8 micro-kernels of dense, conv2d and lstm on AMX tiles; f32 micro-kernels of "
-           "dense, "
-           "conv2d, lstm and depthwise conv2d on avx512; not forced: dense.cpu.packed and dense.cpu.avx2, "
-           "whose ISA is their id, onednn and eigen)";
+           "dense, conv2d, lstm and depthwise conv2d on avx512; not forced: dense.cpu.packed and "
+           "dense.cpu.avx2, whose ISA is their id, onednn and eigen)";
   std::string out =
       std::string(name(forced->isa)) + " (f32 micro-kernels of dense, conv2d, lstm and depthwise conv2d";
   if (forced->isa == Isa::avx2)
