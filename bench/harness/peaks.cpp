@@ -120,7 +120,7 @@ __attribute__((target("avx512f,avx512vnni"))) float i8_dot_avx512(long iters) {
 // store around every instruction, and the loop measured 180-183 GOP/s on the 2-core AMD
 // EPYC Zen 3 VM where the instruction does 409 (2 per cycle); oneDNN's int8 convolutions
 // read up to 110 % of that figure. In registers: 409 GOP/s, oneDNN's int8 GEMM and
-// convolutions 44-48 % of it (their vpmaddubsw + vpmaddwd + vpaddd sequence runs at 196 GOP/s
+// convolutions 40-48 % of it (their vpmaddubsw + vpmaddwd + vpaddd sequence runs at 196 GOP/s
 // stand-alone there).
 __attribute__((target("avx2"))) float i8_maddubs_avx2(long iters) {
   static_assert(kChains256 == 12, "the assembly below runs 12 chains");

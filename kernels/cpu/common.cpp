@@ -1,6 +1,14 @@
 #include "kernels/cpu/common.h"
 
+#include "kernels/cpu/ukernel.h"
+
 namespace lb::cpu {
+
+void pixel_rows_to_channels(Isa isa, const float* ct, int64_t K, int64_t P, int64_t k0, int64_t k1,
+                            float* y) {
+  if (isa == Isa::avx512) return transpose_f32_avx512(ct, K, P, k0, k1, y, P);
+  pixel_rows_to_channels<float>(ct, K, P, k0, k1, y);
+}
 
 void relu_pass(Relu relu, TensorSet& ts, Pool* pool) {
   if (relu != Relu::inplace && relu != Relu::separate) return;

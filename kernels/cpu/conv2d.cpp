@@ -166,7 +166,7 @@ class ImplicitGemmConv final : public Kernel {
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f32, DType::bf16, DType::i8}); !why.empty()) return why;
     if (p.conv().depthwise()) return "depthwise convolutions are conv2d.cpu.depthwise's";
-    if (p.dt != DType::f32) return make_lowp_conv2d()->supports(p);
+    if (p.dt != DType::f32) return elem_reason(lowp_elem(p.dt));  // conv2d_lowp.cpp's
     return {};
   }
 
@@ -439,16 +439,9 @@ class ImplicitGemmConv final : public Kernel {
       else
         gemm_f32_serial(isa_, P, K, C, a, b, sums, K, ep, ws_, tid);
     };
-    // Output channels [k0, k1) of one image from its Cᵀ, 16 channels at a time: each pixel's
-    // 64 contiguous bytes of Cᵀ to 16 rows of y.
+    // Output channels [k0, k1) of one image from its Cᵀ.
     auto transpose = [&](const float* sums, float* yn, int64_t k0, int64_t k1) {
-      if (isa_ == Isa::avx512) return transpose_f32_avx512(sums, K, P, k0, k1, yn, P);
-      for (int64_t kb = k0; kb < k1; kb += 16) {
-        const int64_t ke = std::min(kb + 16, k1);
-        for (int64_t p = 0; p < P; ++p)
-          for (int64_t k = kb; k < ke; ++k)
-            yn[k * P + p] = sums[p * K + k];
-      }
+      pixel_rows_to_channels(isa_, sums, K, P, k0, k1, yn);
     };
     if (cv_.mb < threads_) {
       for (int64_t n = 0; n < cv_.mb; ++n) {

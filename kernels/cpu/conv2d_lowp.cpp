@@ -22,11 +22,11 @@
 // int8 on AVX2 (ukernel_avx2.cpp's 4×16 vpmaddwd tile), measured on the 2-core AMD EPYC
 // Zen 3 VM against conv2d.onednn.blocked, one run (results/cpu-zen3-2core/
 // 2026-12-02_avx2-int8_cpu-vs-onednn): 3×3 0.25×, AlexNet conv1 0.40×, MobileNet pw6 0.35×
-// at 1 and 2 threads alike — the gather and A's packing took 40 % of the 3×3's samples, the
-// tile 13 %, before A's pairs were packed without a division per element (which made the
-// layer 2.1× faster). bf16 and the AVX-512 / AMX paths: verified through the emulated AMX
-// tiles (kernels/tests/amx_test.cpp) and, where the host has them, the conformance tests;
-// not measured.
+// at 1 and 2 threads alike. perf over a whole 1-thread run of the 3×3 (the reference check
+// included, 14 % of the samples): A's packing 26 %, im2row 22 %, the tile 13 % — before A's
+// pairs were packed without a division per element, which made the layer 2.1× faster. bf16 and the AVX-512 /
+// AMX paths: verified through the emulated AMX tiles (kernels/tests/amx_test.cpp) and, where the host has
+// them, the conformance tests; not measured.
 #include <algorithm>
 #include <cstdint>
 
@@ -73,13 +73,13 @@ class LowpConv final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::bf16, DType::i8}); !why.empty()) return why;
-    return elem_reason(p.dt == DType::bf16 ? Elem::bf16 : Elem::u8s8);
+    return elem_reason(lowp_elem(p.dt));
   }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     cv_ = p.conv();
     relu_ = p.relu;
-    elem_ = p.dt == DType::bf16 ? Elem::bf16 : Elem::u8s8;
+    elem_ = lowp_elem(p.dt);
     path_ = lowp_path(elem_);
     pool_ = std::make_unique<Pool>(ctx.threads);
     const int64_t k_g = cv_.oc / cv_.g, depth = cv_.ic / cv_.g * cv_.kh * cv_.kw, P = cv_.oh() * cv_.ow();
@@ -150,23 +150,13 @@ class LowpConv final : public Kernel {
         pool_->run([&](int tid, int threads) {
           const Range part = split(k_g, 1, tid, threads);
           if (bf16)
-            transpose(out_bf16_.data(), k_g, P, part, ts.at(Arg::dst).as<uint16_t>() + first);
+            pixel_rows_to_channels(out_bf16_.data(), k_g, P, part.first, part.last,
+                                   ts.at(Arg::dst).as<uint16_t>() + first);
           else
-            transpose(sums_.data(), k_g, P, part, ts.at(Arg::dst).as<float>() + first);
+            pixel_rows_to_channels(best_isa(), sums_.data(), k_g, P, part.first, part.last,
+                                   ts.at(Arg::dst).as<float>() + first);
         });
       }
-  }
-
-  // y[k·P + p] = ct[p·K + k] for output channels k in `ks`, 16 at a time (each pixel's
-  // contiguous run of Cᵀ to 16 rows of y).
-  template <class U>
-  static void transpose(const U* ct, int64_t K, int64_t P, Range ks, U* y) {
-    for (int64_t kb = ks.first; kb < ks.last; kb += 16) {
-      const int64_t ke = std::min(kb + 16, ks.last);
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t k = kb; k < ke; ++k)
-          y[k * P + p] = ct[p * K + k];
-    }
   }
 
   Conv2d cv_;

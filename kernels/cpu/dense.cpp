@@ -42,9 +42,7 @@ class PackedDense final : public Kernel {
       return require_dtypes(p, {DType::f32});
     }
     if (std::string why = require_dtypes(p, {DType::f32, DType::bf16, DType::i8}); !why.empty()) return why;
-    if (p.dt == DType::bf16) return elem_reason(Elem::bf16);
-    if (p.dt == DType::i8) return elem_reason(Elem::u8s8);
-    return {};
+    return p.dt == DType::f32 ? std::string() : elem_reason(lowp_elem(p.dt));
   }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
@@ -52,14 +50,14 @@ class PackedDense final : public Kernel {
     relu_ = p.relu;
     dt_ = p.dt;
     isa_ = forced_ ? *forced_ : best_isa();
-    if (dt_ != DType::f32) isa_ = Isa::avx512;  // the workspace's; AMX fits in it
-    path_ = dt_ == DType::f32 ? LowpPath::avx512 : lowp_path(elem());
+    if (dt_ != DType::f32) isa_ = Isa::avx512;  // the workspace's; AMX's and AVX2's int8 blocks fit in it
+    path_ = dt_ == DType::f32 ? LowpPath::avx512 : lowp_path(lowp_elem(dt_));
     pool_ = std::make_unique<Pool>(ctx.threads);
     const Tensor& w = ts.at(Arg::wei);  // N×K: element (j, k) at j·K + k
     if (dt_ == DType::f32) {
       packed_ = Packed(isa_, false, d_.oc, d_.ic, Strided{w.as<float>(), d_.ic, 1});
     } else {
-      packed_ = pack_lowp_b(elem(), path_, d_.oc, d_.ic, w.data(), d_.ic, 1);
+      packed_ = pack_lowp_b(lowp_elem(dt_), path_, d_.oc, d_.ic, w.data(), d_.ic, 1);
       scale_ = float(ts.at(Arg::src).scale() * w.scale());
       if (dt_ == DType::bf16 && lowp_needs_partials(Elem::bf16, path_, d_.ic))
         partials_ = AlignedBuffer<float>(size_t(d_.mb * d_.oc));
@@ -100,14 +98,12 @@ class PackedDense final : public Kernel {
       return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
     }
     const Tile t = lowp_tile(path_);
-    return "isa=" + std::string(name(path_)) + " " + std::string(lowp_instruction(elem(), path_)) +
+    return "isa=" + std::string(name(path_)) + " " + std::string(lowp_instruction(lowp_elem(dt_), path_)) +
            " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr);
   }
   size_t scratch_bytes() const override { return packed_.bytes() + ws_.bytes() + partials_.bytes(); }
 
  private:
-  Elem elem() const { return dt_ == DType::bf16 ? Elem::bf16 : Elem::u8s8; }
-
   std::optional<Isa> forced_;
   Dense d_;
   Relu relu_ = Relu::none;

@@ -156,18 +156,42 @@ void copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
 }
 
 // Packs rows/columns [i0, i0+count) × depth [k0, k0+kc) of a strided matrix of T into
-// micro-panels of R (zero past count and past the matrix's depth k_total).
-template <class T>
+// micro-panels of R (zero past count and past the matrix's depth k_total), as elements of
+// D: T itself, or u8 zero-extended to u16 (AVX2's int8 A panels, ukernel_avx2.cpp).
+template <class T, class D = T>
 void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count, int64_t k0, int64_t kc,
-                  int64_t k_total, int r, int kg, T* dst) {
+                  int64_t k_total, int r, int kg, D* dst) {
+  constexpr bool kWiden = !std::is_same_v<T, D>;
+  static_assert(!kWiden || (std::is_same_v<T, uint8_t> && std::is_same_v<D, uint16_t>));
   const int64_t panels = ceil_div(count, r);
   const int64_t k_valid = std::clamp<int64_t>(k_total - k0, 0, kc);
   for (int64_t q = 0; q < panels; ++q) {
-    T* d = dst + q * kc * r;
+    D* d = dst + q * kc * r;
     const int rows = int(std::min<int64_t>(r, count - q * r));
-    if (rows < r || k_valid < kc) std::memset(static_cast<void*>(d), 0, size_t(kc) * r * sizeof(T));
+    if (rows < r || k_valid < kc) std::memset(static_cast<void*>(d), 0, size_t(kc) * r * sizeof(D));
     const T* s = p + (i0 + q * r) * rs + k0 * cs;
-    if (kg == 1 && cs == 1 && rows == r) {
+    auto element_by_element = [&] {  // any layout: the groups' element order
+      for (int i = 0; i < rows; ++i)
+        for (int64_t k = 0; k < k_valid; ++k)
+          d[(k / kg) * r * kg + i * kg + k % kg] = s[i * rs + k * cs];
+    };
+    if constexpr (kWiden) {
+      if (kg == 2 && cs == 1) {
+        // Rows contiguous along k (x of dense, the pixel rows of a convolution): one 32-bit
+        // pair per step, no division per element (the element loop below took twice the
+        // tile's time on an int8 3×3 convolution with 64 output channels).
+        auto* d32 = reinterpret_cast<uint32_t*>(d);
+        const int64_t pairs = k_valid / 2;
+        for (int i = 0; i < rows; ++i) {
+          const T* row = s + i * rs;
+          for (int64_t w = 0; w < pairs; ++w)
+            d32[w * r + i] = uint32_t(row[2 * w]) | uint32_t(row[2 * w + 1]) << 16;
+          if (k_valid % 2) d32[pairs * r + i] = row[2 * pairs];
+        }
+      } else {
+        element_by_element();
+      }
+    } else if (kg == 1 && cs == 1 && rows == r) {
       // Rows contiguous along k (x of dense): a transpose, k outer so the stores are
       // contiguous; R streams of loads the prefetcher follows.
       transpose_rows(s, rs, k_valid, r, d);
@@ -198,41 +222,8 @@ void pack_strided(const T* p, int64_t rs, int64_t cs, int64_t i0, int64_t count,
           std::memcpy(d + (k / kg) * r * kg + i * kg, s + i * rs + k,
                       size_t(std::min<int64_t>(kg, k_valid - k)) * sizeof(T));
     } else {
-      for (int i = 0; i < rows; ++i)
-        for (int64_t k = 0; k < k_valid; ++k)
-          d[(k / kg) * r * kg + i * kg + k % kg] = s[i * rs + k * cs];
+      element_by_element();
     }
-  }
-}
-
-// pack_strided's grouped layout for u8 elements stored zero-extended as u16 (AVX2's int8
-// A panels, ukernel_avx2.cpp).
-void pack_widened(const uint8_t* p, int64_t rs, int64_t cs, int64_t i0, int64_t count, int64_t k0, int64_t kc,
-                  int64_t k_total, int r, int kg, uint16_t* dst) {
-  const int64_t panels = ceil_div(count, r);
-  const int64_t k_valid = std::clamp<int64_t>(k_total - k0, 0, kc);
-  for (int64_t q = 0; q < panels; ++q) {
-    uint16_t* d = dst + q * kc * r;
-    const int rows = int(std::min<int64_t>(r, count - q * r));
-    if (rows < r || k_valid < kc) std::memset(static_cast<void*>(d), 0, size_t(kc) * r * sizeof(uint16_t));
-    const uint8_t* s = p + (i0 + q * r) * rs + k0 * cs;
-    if (kg == 2 && cs == 1) {
-      // Rows contiguous along k (x of dense, the pixel rows of a convolution): one 32-bit
-      // pair per step, no division per element (that loop took twice the tile's time on an
-      // int8 3×3 convolution with 64 output channels).
-      auto* d32 = reinterpret_cast<uint32_t*>(d);
-      const int64_t pairs = k_valid / 2;
-      for (int i = 0; i < rows; ++i) {
-        const uint8_t* row = s + i * rs;
-        for (int64_t w = 0; w < pairs; ++w)
-          d32[w * r + i] = uint32_t(row[2 * w]) | uint32_t(row[2 * w + 1]) << 16;
-        if (k_valid % 2) d32[pairs * r + i] = row[2 * pairs];
-      }
-      continue;
-    }
-    for (int i = 0; i < rows; ++i)
-      for (int64_t k = 0; k < k_valid; ++k)
-        d[(k / kg) * r * kg + i * kg + k % kg] = s[i * rs + k * cs];
   }
 }
 
@@ -263,7 +254,7 @@ const std::byte* panels(const Side& side, int r, int kg, int64_t i0, int64_t cou
   if (side.pack) {
     (*side.pack)(i0, count, k0, kc, r, reinterpret_cast<float*>(buf));
   } else if (widen) {
-    pack_widened(static_cast<const uint8_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
+    pack_strided(static_cast<const uint8_t*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
                  reinterpret_cast<uint16_t*>(buf));
   } else if (elem == 4) {
     pack_strided(static_cast<const float*>(side.p), side.rs, side.cs, i0, count, k0, kc, k_total, r, kg,
@@ -547,10 +538,11 @@ std::string elem_reason(Elem e) {
     case Elem::bf16:
     case Elem::u8s8:
       if (lowp_path(e) != LowpPath::avx512) return {};
-      if (e == Elem::bf16 ? !isa_supported(Isa::avx512) || !__builtin_cpu_supports("avx512bf16")
-                          : !(isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni")) &&
-                                !isa_supported(Isa::avx2))
-        return std::string(what) + ", which this CPU lacks";
+      const bool avx512 = isa_supported(Isa::avx512);
+      const bool cpu_has = e == Elem::bf16
+                               ? avx512 && __builtin_cpu_supports("avx512bf16")
+                               : (avx512 && __builtin_cpu_supports("avx512vnni")) || isa_supported(Isa::avx2);
+      if (!cpu_has) return std::string(what) + ", which this CPU lacks";
       // The CPU has a micro-kernel for it, but not at the ISA forced: the dtype is left out
       // rather than run above it, as a machine without that ISA would.
       if (best_isa() != Isa::avx512)

@@ -280,6 +280,32 @@ void full_tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc
         "xmm13", "xmm14", "xmm15", "memory", "cc");
 }
 
+// The epilogue of a tile whose f32 sums are in t (M rows of NR, 32-byte aligned), with masks
+// for n < NR: scale (int8's), C's partial sums, bias, ReLU, the stores.
+template <int M>
+void finish(const UkArgs& u, const float* t) {
+  const __m256i mask[2] = {mask_of(u.n), mask_of(u.n - 8)};
+  __m256 bias_col[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  if (u.last && u.bias_col)
+    for (int h = 0; h < 2; ++h)
+      bias_col[h] = _mm256_maskload_ps(u.bias_col + 8 * h, mask[h]);
+  const __m256 scale = _mm256_set1_ps(u.scale);
+  for (int i = 0; i < M; ++i) {
+    float* c = u.c + i * u.ldc;
+    for (int h = 0; h < 2; ++h) {
+      __m256 v = _mm256_load_ps(t + i * NR + 8 * h);
+      if (u.scale != 1.0f) v = _mm256_mul_ps(v, scale);
+      if (u.load_c) v = _mm256_add_ps(v, _mm256_maskload_ps(c + 8 * h, mask[h]));
+      if (u.last) {
+        if (u.bias_row) v = _mm256_add_ps(v, _mm256_set1_ps(u.bias_row[i]));
+        if (u.bias_col) v = _mm256_add_ps(v, bias_col[h]);
+        if (u.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
+      }
+      _mm256_maskstore_ps(c + 8 * h, mask[h], v);
+    }
+  }
+}
+
 template <int M>
 void tile(const UkArgs& u) {
   // The sums of a tile narrower than NR leave the registers through t (the epilogue below
@@ -303,24 +329,7 @@ void tile(const UkArgs& u) {
     return;
   }
   full_tile<M>(u.kc, a, b, t, NR * int64_t(sizeof(float)), 0, nullptr, nullptr);  // the sums into t
-  const __m256i mask[2] = {mask_of(u.n), mask_of(u.n - 8)};
-  __m256 bias_col[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  if (u.last && u.bias_col)
-    for (int h = 0; h < 2; ++h)
-      bias_col[h] = _mm256_maskload_ps(u.bias_col + 8 * h, mask[h]);
-  for (int i = 0; i < M; ++i) {
-    float* c = u.c + i * u.ldc;
-    for (int h = 0; h < 2; ++h) {
-      __m256 v = _mm256_load_ps(t + i * NR + 8 * h);
-      if (u.load_c) v = _mm256_add_ps(v, _mm256_maskload_ps(c + 8 * h, mask[h]));
-      if (u.last) {
-        if (u.bias_row) v = _mm256_add_ps(v, _mm256_set1_ps(u.bias_row[i]));
-        if (u.bias_col) v = _mm256_add_ps(v, bias_col[h]);
-        if (u.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
-      }
-      _mm256_maskstore_ps(c + 8 * h, mask[h], v);
-    }
-  }
+  finish<M>(u, t);
 }
 
 // Indirect pixel tiles (ukernel.h): 16 channels (2 ymm of A, aligned) × 6 pixels, 12
@@ -459,9 +468,10 @@ void row_panels(const UkArgs& u, int64_t bstride) {
 // an A pair, 8 vpmaddwd (16 products each) and 8 vpaddd.
 // Prediction (the 2-core AMD EPYC Zen 3 VM): vpmaddwd issues 2 per cycle there, as the f32
 // FMA does, and a vpmaddwd + vpaddd pair measured 5.1 G/s stand-alone, 82 G products/s per
-// core against 51 G FMAs/s for f32: the int8 GEMM at most 1.6× the f32 one. oneDNN's int8
-// (vpmaddubsw + vpmaddwd + vpaddd per 32 products, saturating) measured 196 G ops/s in the
-// same stand-alone loop: ours at most about 0.8× its rate where both are compute-bound.
+// core against 51 G FMAs/s for f32: the int8 GEMM at most 1.6× the f32 one. oneDNN's
+// sequence (vpmaddubsw + vpmaddwd + vpaddd per 32 products, saturating) measured 196 G
+// ops/s stand-alone (98 G products/s; its 3×3 convolution ran at 198 G ops/s): ours at most
+// about 0.84× its rate where both are compute-bound.
 // Measured on that VM against oneDNN, one run, 1 / 2 threads (results/cpu-zen3-2core/
 // 2026-12-02_avx2-int8_cpu-vs-onednn): GEMM 1024³ 0.82× / 0.85×, dense 64×4096→4096 0.92× /
 // 0.96×, batch 16 1.55× / 1.63×, batch 1 2.79× / 3.75× (oneDNN's int8 GEMV reads W slowly).
@@ -539,28 +549,12 @@ void u8s8_sums(int64_t pairs, const uint32_t* a, const int8_t* b, int32_t* t) {
 
 template <int M>
 void u8s8_tile(const UkArgs& u) {
-  alignas(32) int32_t t[M * NR];
-  u8s8_sums<M>(u.kc / 2, static_cast<const uint32_t*>(u.a), static_cast<const int8_t*>(u.b), t);
-  const __m256i mask[2] = {mask_of(u.n), mask_of(u.n - 8)};
-  __m256 bias_col[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  if (u.last && u.bias_col)
-    for (int h = 0; h < 2; ++h)
-      bias_col[h] = _mm256_maskload_ps(u.bias_col + 8 * h, mask[h]);
-  const __m256 scale = _mm256_set1_ps(u.scale);
-  for (int i = 0; i < M; ++i) {
-    float* c = u.c + i * u.ldc;
-    for (int h = 0; h < 2; ++h) {
-      __m256 v = _mm256_mul_ps(
-          _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(t + i * NR + 8 * h))), scale);
-      if (u.load_c) v = _mm256_add_ps(v, _mm256_maskload_ps(c + 8 * h, mask[h]));
-      if (u.last) {
-        if (u.bias_row) v = _mm256_add_ps(v, _mm256_set1_ps(u.bias_row[i]));
-        if (u.bias_col) v = _mm256_add_ps(v, bias_col[h]);
-        if (u.relu) v = _mm256_max_ps(v, _mm256_setzero_ps());
-      }
-      _mm256_maskstore_ps(c + 8 * h, mask[h], v);
-    }
-  }
+  alignas(32) float t[M * NR];  // the s32 sums, then the same converted to f32 in place
+  u8s8_sums<M>(u.kc / 2, static_cast<const uint32_t*>(u.a), static_cast<const int8_t*>(u.b),
+               reinterpret_cast<int32_t*>(t));
+  for (int j = 0; j < M * NR; j += 8)
+    _mm256_store_ps(t + j, _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(t + j))));
+  finish<M>(u, t);
 }
 
 }  // namespace
