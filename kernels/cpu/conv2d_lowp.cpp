@@ -94,7 +94,7 @@ class LowpConv final : public Kernel {
     col_ = AlignedBuffer<std::byte>(size_t(P * depth) * eb);
     sums_ = AlignedBuffer<float>(size_t(P * k_g));  // int8: Cᵀ; bf16: partial sums between K slices
     if (elem_ == Elem::bf16) out_bf16_ = AlignedBuffer<uint16_t>(size_t(P * k_g));
-    ws_ = Workspace(Isa::avx512, ctx.threads, true, false);  // AMX's blocks fit in it (gemm_lowp checks)
+    ws_ = Workspace(Isa::avx512, ctx.threads, true, false);  // AMX's and AVX2's blocks fit (gemm_lowp checks)
   }
 
   void run(TensorSet& ts) override {
