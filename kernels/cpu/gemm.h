@@ -188,6 +188,12 @@ std::string_view lowp_instruction(Elem e, LowpPath path);
 Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
 Packed pack_lowp_b(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs);
 
+// A low-precision A operand (bf16 or u8 storage): element (i, k) at p[i·rs + k·cs].
+struct LowpStrided {
+  const void* p = nullptr;
+  int64_t rs = 0, cs = 1;
+};
+
 // C = scale · A·B + epilogue, A row-major M×K (bf16 or u8 storage, row stride lda), B from
 // pack_lowp_b. bf16: the result is written as bf16 to out_bf16 (row stride ldo) and `c` is
 // an f32 M×N scratch for partial sums (needed only when K is deeper than one slice,
@@ -200,6 +206,11 @@ void gemm_lowp(Elem e, int64_t m, int64_t n, int64_t k, const void* a, int64_t l
 void gemm_lowp(Elem e, LowpPath path, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                const Packed& b, float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo,
                const Epilogue& ep, const Workspace& ws, Pool* pool);
+// The same with A strided either way (a convolution's column matrix: pixels contiguous,
+// rs = 1, each depth row cs apart).
+void gemm_lowp(Elem e, LowpPath path, int64_t m, int64_t n, int64_t k, const LowpStrided& a, const Packed& b,
+               float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
+               const Workspace& ws, Pool* pool);
 bool lowp_needs_partials(Elem e, int64_t k);
 bool lowp_needs_partials(Elem e, LowpPath path, int64_t k);
 

@@ -250,7 +250,7 @@ TEST(AmxEmulated, DenseConformsOnEmulatedTiles) {
   }
 }
 
-// conv2d.cpu.default's bf16 and int8 path (im2row + the low-precision GEMM) on the emulated
+// conv2d.cpu.default's bf16 and int8 path (im2col + the low-precision GEMM) on the emulated
 // tiles: strides, padding, dilation, groups, 1×1, a depth of two bf16 K slices (partial
 // sums), the ReLU modes, batch below and above the threads.
 TEST(AmxEmulated, ConvConformsOnEmulatedTiles) {
