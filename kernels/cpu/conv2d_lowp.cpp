@@ -1,42 +1,59 @@
-// conv2d.cpu.default in bf16 and int8 (conv2d.cpp hands these dtypes here): the column
-// matrix built from the image (im2col), then the low-precision GEMM of gemm.h on the path
-// lowp_path() picks (AMX tiles, AVX-512's vdpbf16ps / vpdpbusd, or AVX2's int8 tile), then
-// C transposed into NCHW.
+// conv2d.cpu.default in bf16 and int8 (conv2d.cpp hands these dtypes here), two ways:
 //
-// Per image and group:  Cᵀ (P × K_g) = colᵀ (P × C_g·R·S) · W_gᵀ + bias,
-// P = OH·OW output pixels as C's rows, so that W_g (K_g × C_g·R·S, the layer's own layout
-// for a group) is the B operand, packed once in prepare() by pack_lowp_b — the only operand
-// the low-precision driver takes packed, and the s8 side of u8 × s8 — and the pixels are its
-// A operand (u8 for int8). col is C_g·R·S rows of P pixels (each output row's part of a row
-// one copy of an input row's run at stride 1), which the driver reads as A transposed
-// (rs = 1, cs = P) and packs per block, a group of depth rows side by side at a time
-// (gemm.cpp, interleave_panels); a pointwise layer's col is the image itself. Bias (along
-// C's columns) and a fused ReLU run in the GEMM's epilogue; int8's s32 sums are scaled there
-// by x's scale × W's. Then Cᵀ (f32 for int8, bf16 for bf16) is transposed into y's K_g rows
-// of P pixels. Threads: the pool shares each step (depth rows of im2col, the GEMM's own
-// split, output channels of the transpose).
+// Indirect (AVX-512 with VNNI / BF16, output rows of 24 pixels or more): as the f32 path's
+// indirect tile (conv2d.cpp), with 4-byte elements of consecutive channels instead of
+// floats. The image is copied per run into a zero-padded one whose element (q, h, w) holds
+// channels q·4 … q·4+3 of pixel (h, w) as u8 (int8) or channels q·2, q·2+1 as bf16 (bf16),
+// split into SW phase images for width stride SW; the weights are packed once as 14-channel
+// panels whose element (k, o) holds the same channels' weights of output channel o for
+// k step (quad q, filter row r, column s), s8 or bf16. A tile of 14 output channels × 32
+// pixels then does per k step one offset, two loads of 16 elements from the padded image,
+// 14 broadcasts and 28 vpdpbusd (pixels as its u8 operand) or vdpbf16ps, the whole depth in
+// one pass (s32 or f32 sums in registers), and its epilogue (int8's scale, bias, ReLU) stores
+// straight into y's NCHW rows (f32, or bf16). Tiles run in raster order across output rows
+// as f32's do. No column matrix, no packing of pixels, no transpose.
 //
-// Prediction (3×3, C=K=64, 56×56, batch 1: 231 M multiply-adds): on AVX-512 VNNI (64 u8·s8
-// products per vpdpbusd against 16 f32 FMAs per vfmadd) the products take about a quarter
-// of the f32 layer's time, bf16 about half; col is 576 rows of 3136 pixels (1.8 MB int8,
-// 3.6 MB bf16), written once by im2col and read once by the packing, which at L2/L3 rates
-// (tens of GB/s) is 0.1-0.2 ms: as long as the products themselves at int8. An indirect tile
-// (the f32 path's: pixels read from the image through an offsets table) would remove both.
-// Measured on the 2-core AMD EPYC Zen 5 VM, one run each, conv2d.onednn.blocked's time ÷
-// ours at 1 / 2 threads: int8 0.41× / 0.28×, bf16 0.51× / 0.53× (before, gathering the pixel
-// rows element by element: int8 0.09×, bf16 0.14× at 1 thread); perf over a 1-thread int8
-// run: the tile 42 %, A's packing 26 %, im2col 21 %, the transpose 3 %.
+// Otherwise (AMX, AVX2's int8, planes narrower than 24 pixels): im2col, then the
+// low-precision GEMM of gemm.h on the path lowp_path() picks, then C transposed into NCHW.
+// Per image and group:  Cᵀ (P × K_g) = colᵀ (P × C_g·R·S) · W_gᵀ + bias, P = OH·OW pixels
+// as C's rows (14-row panels fill small planes where 32-pixel tiles would not), W_g the B
+// operand packed once by pack_lowp_b (the s8 side of u8 × s8), col (C_g·R·S rows of P
+// pixels, a copy per output row at stride 1; a pointwise layer's is the image itself) read
+// as A transposed (rs = 1, cs = P) and packed by the driver a group of depth rows at a time
+// (gemm.cpp, interleave_panels). Threads: the pool shares each step.
+//
+// Prediction (3×3, C=K=64, 56×56, batch 1: 231 M multiply-adds): on AVX-512 VNNI the
+// products alone take about a quarter of the f32 layer's time, bf16 half; through im2col,
+// col is 1.8 MB (int8) written once and read once by the packing, 0.1-0.2 ms at L2/L3 rates,
+// as long as the products themselves; the indirect tile reads the padded image (200 KB) in
+// place, 2 loads per 28 dot products, so it should run near the products' rate (~85 % of peak,
+// as f32's does). Measured on the 2-core AMD EPYC Zen 5 VM against conv2d.onednn.blocked,
+// its time ÷ ours at 1 / 2 threads, one run each (the indirect path's and conv5's with 6-12
+// repetitions shuffled: results/cpu-zen5-2core/2026-12-03_lowp-conv_cpu-vs-onednn; the
+// first two lines with layerbench's default repetitions):
+//   im2row (pixel rows gathered element by element): int8 3×3 0.09× (1 thread)
+//   im2col + GEMM:    int8 3×3 0.41× / 0.28×, bf16 0.51× / 0.53×
+//   indirect:         int8 3×3 0.87× / 0.81×, batch 32 0.92× / 0.88×; bf16 0.96× / 0.86×,
+//                     batch 32 0.93× / 0.86×; AlexNet conv1 int8 0.89× / 0.81×, bf16 0.87×
+//                     / 0.83×; MobileNet pw6 (28²) 0.67-0.73× / 0.55×; MobileNet conv1 (C = 3,
+//                     9 or 18 k steps: its epilogue, not its products) 0.34-0.41×
+//   im2col + GEMM, 13×13 (AlexNet conv5): int8 0.46× / 0.43×, bf16 0.54× / 0.39×
 // int8 on AVX2 (ukernel_avx2.cpp's 4×16 vpmaddwd tile), measured on the 2-core AMD EPYC
-// Zen 3 VM against conv2d.onednn.blocked with the pixel rows gathered, one run
-// (results/cpu-zen3-2core/2026-12-02_avx2-int8_cpu-vs-onednn): 3×3 0.25×, AlexNet conv1
-// 0.40×, MobileNet pw6 0.35× at 1 and 2 threads alike; not measured since. AMX: verified
-// through the emulated AMX tiles (kernels/tests/amx_test.cpp); not measured.
+// Zen 3 VM with the pixel rows gathered, one run (results/cpu-zen3-2core/
+// 2026-12-02_avx2-int8_cpu-vs-onednn): 3×3 0.25×, AlexNet conv1 0.40×, MobileNet pw6 0.35×
+// at 1 and 2 threads alike; not measured since. AMX: verified through the emulated AMX
+// tiles (kernels/tests/amx_test.cpp); not measured.
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/common.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
+#include "kernels/cpu/ukernel.h"
 
 namespace lb::cpu {
 namespace {
@@ -74,6 +91,50 @@ void im2col(const Conv2d& cv, const T* x, int64_t k0, int64_t k1, T* col) {
   }
 }
 
+// One input row's pixels as 4-byte elements of `per` consecutive channels (bf16 pairs,
+// u8 quads: channel j in bits 32/per·j), from `have` ≤ per channel rows c[0..have) (the
+// rest zero), n pixels, pixel i at d[i]: 16 / 8 pixels a step through SSE2 unpacks, the
+// last step overlapping the one before.
+template <class T>
+void channels_to_elements(const T* const* c, int have, int per, int64_t n, uint32_t* d) {
+  constexpr int64_t kStep = 16 / sizeof(T);
+  if (n >= kStep) {
+    const auto load = [&](int j, int64_t i) {
+      return j < have ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(c[j] + i)) : _mm_setzero_si128();
+    };
+    const auto store = [&](int64_t at, __m128i v) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + at), v);
+    };
+    const auto step = [&](int64_t i) {
+      if constexpr (sizeof(T) == 1) {
+        const __m128i a = load(0, i), b = load(1, i), e = load(2, i), f = load(3, i);
+        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        const __m128i ef0 = _mm_unpacklo_epi8(e, f), ef1 = _mm_unpackhi_epi8(e, f);
+        store(i, _mm_unpacklo_epi16(ab0, ef0));
+        store(i + 4, _mm_unpackhi_epi16(ab0, ef0));
+        store(i + 8, _mm_unpacklo_epi16(ab1, ef1));
+        store(i + 12, _mm_unpackhi_epi16(ab1, ef1));
+      } else {
+        const __m128i a = load(0, i), b = load(1, i);
+        store(i, _mm_unpacklo_epi16(a, b));
+        store(i + 4, _mm_unpackhi_epi16(a, b));
+      }
+    };
+    int64_t i = 0;
+    for (; i + kStep <= n; i += kStep)
+      step(i);
+    if (i < n) step(n - kStep);
+    return;
+  }
+  const int bits = 32 / per;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t word = 0;
+    for (int j = 0; j < have; ++j)
+      word |= uint32_t(c[j][i]) << (j * bits);
+    d[i] = word;
+  }
+}
+
 class LowpConv final : public Kernel {
  public:
   std::string supports(const Problem& p) const override {
@@ -90,13 +151,29 @@ class LowpConv final : public Kernel {
     const int64_t k_g = cv_.oc / cv_.g, depth = cv_.ic / cv_.g * cv_.kh * cv_.kw, P = cv_.oh() * cv_.ow();
     const Tensor& w = ts.at(Arg::wei);  // K×(C/G)×R×S: group g's rows are a K_g × depth matrix
     const size_t eb = elem_ == Elem::bf16 ? 2 : 1;
+    scale_ = elem_ == Elem::u8s8 ? float(ts.at(Arg::src).scale() * w.scale()) : 1.0f;
+    pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
+    // Indirect where its 32-pixel tiles are at least 3/4 used: output rows of 32 pixels or more
+    // (tiles across rows), or of 24-31 (a tile per row); narrower planes fill the GEMM's
+    // 14-pixel panels better.
+    indirect_ = path_ == LowpPath::avx512 && cv_.ow() * 4 >= kTileWidth * 3;
     packed_.clear();
+    col_ = {};
+    sums_ = {};
+    out_bf16_ = {};
+    ws_ = {};
+    if (indirect_) {
+      if (elem_ == Elem::bf16)
+        prepare_indirect(w.as<uint16_t>());
+      else
+        prepare_indirect(w.as<int8_t>());
+      row_ = cv_.sw > 1 ? AlignedBuffer<uint32_t>(size_t(ctx.threads * cv_.iw)) : AlignedBuffer<uint32_t>();
+      return;
+    }
     for (int64_t g = 0; g < cv_.g; ++g)
       packed_.push_back(pack_lowp_b(elem_, path_, k_g, depth,
                                     static_cast<const std::byte*>(w.data()) + size_t(g * k_g * depth) * eb,
                                     depth, 1));
-    scale_ = elem_ == Elem::u8s8 ? float(ts.at(Arg::src).scale() * w.scale()) : 1.0f;
-    pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
     col_ = pointwise_ ? AlignedBuffer<std::byte>() : AlignedBuffer<std::byte>(size_t(P * depth) * eb);
     sums_ = AlignedBuffer<float>(size_t(P * k_g));  // int8: Cᵀ; bf16: partial sums between K slices
     if (elem_ == Elem::bf16) out_bf16_ = AlignedBuffer<uint16_t>(size_t(P * k_g));
@@ -104,7 +181,11 @@ class LowpConv final : public Kernel {
   }
 
   void run(TensorSet& ts) override {
-    if (elem_ == Elem::bf16)
+    if (indirect_ && elem_ == Elem::bf16)
+      run_indirect<uint16_t>(ts);
+    else if (indirect_)
+      run_indirect<uint8_t>(ts);
+    else if (elem_ == Elem::bf16)
       run_as<uint16_t>(ts);
     else
       run_as<uint8_t>(ts);
@@ -112,6 +193,9 @@ class LowpConv final : public Kernel {
   }
 
   void release() override {
+    weights_ = {};
+    padded_ = {};
+    row_ = {};
     packed_.clear();
     col_ = {};
     sums_ = {};
@@ -123,16 +207,153 @@ class LowpConv final : public Kernel {
   std::string details() const override {
     const Tile t = lowp_tile(path_);
     return "isa=" + std::string(name(path_)) + " " + std::string(lowp_instruction(elem_, path_)) +
-           " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + " im2col, pixels as rows";
+           " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
+           (indirect_ ? " indirect, channel " + std::string(elem_ == Elem::bf16 ? "pairs" : "quads") +
+                            " from a padded image"
+                      : " im2col, pixels as rows");
   }
   size_t scratch_bytes() const override {
-    size_t b = ws_.bytes() + col_.bytes() + sums_.bytes() + out_bf16_.bytes();
+    size_t b = ws_.bytes() + col_.bytes() + sums_.bytes() + out_bf16_.bytes() + weights_.bytes() +
+               padded_.bytes() + row_.bytes() + offsets_.size() * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
     return b;
   }
 
  private:
+  static constexpr int kRows = 14, kTileWidth = 32;  // the AVX-512 tile: output channels × pixels
+
+  // The indirect path's weights, offsets, tiles and padded image (see the header). W: K ×
+  // (C/G) × R × S, as bf16 or s8.
+  template <class W>
+  void prepare_indirect(const W* w) {
+    const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
+    per_ = elem_ == Elem::bf16 ? 2 : 4;
+    quads_ = ceil_div(c_g, per_);
+    steps_ = quads_ * cv_.kh * cv_.kw;
+    panels_ = ceil_div(k_g, int64_t(kRows));
+    // A: per group and 14-channel panel, per k step (quad q, filter row r, column s), 14
+    // elements, each the `per` weights of channels q·per … of one output channel.
+    weights_ = AlignedBuffer<uint32_t>(size_t(cv_.g * panels_ * steps_ * kRows));
+    std::fill(weights_.data(), weights_.data() + weights_.size(), 0u);
+    const int bits = 32 / per_;
+    for (int64_t g = 0; g < cv_.g; ++g)
+      for (int64_t o = 0; o < k_g; ++o)
+        for (int64_t c = 0; c < c_g; ++c)
+          for (int64_t r = 0; r < cv_.kh; ++r)
+            for (int64_t s = 0; s < cv_.kw; ++s) {
+              const int64_t k = ((c / per_) * cv_.kh + r) * cv_.kw + s;
+              const auto bits_of = static_cast<std::make_unsigned_t<W>>(
+                  w[(((g * k_g + o) * c_g + c) * cv_.kh + r) * cv_.kw + s]);
+              weights_.data()[((g * panels_ + o / kRows) * steps_ + k) * kRows + o % kRows] |=
+                  uint32_t(bits_of) << (c % per_ * bits);
+            }
+    // The padded image split into SW phase images along W, as conv2d.cpp's f32 path does:
+    // padded column ow·SW + s·DW is column ow + (s·DW) / SW of phase (s·DW) % SW, so that a
+    // tile's pixels are consecutive elements whatever the stride.
+    pad_h_ = cv_.ih + 2 * cv_.ph;
+    phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
+    phase_ = cv_.g * quads_ * pad_h_ * phase_w_;
+    // Borders stay zero; a tile width more: the tile reads 32 elements past its last offset.
+    padded_ = AlignedBuffer<uint32_t>(size_t(cv_.sw * phase_ + kTileWidth));
+    std::fill(padded_.data(), padded_.data() + padded_.size(), 0u);
+    offsets_.clear();
+    for (int64_t q = 0; q < quads_; ++q)
+      for (int64_t r = 0; r < cv_.kh; ++r)
+        for (int64_t s = 0; s < cv_.kw; ++s)
+          offsets_.push_back((s * cv_.dw) % cv_.sw * phase_ + (q * pad_h_ + r * cv_.dh) * phase_w_ +
+                             (s * cv_.dw) / cv_.sw);
+    // Tiles of 32 pixels in raster order, one crossing a row's end taking the next row's first
+    // pixels (rows at least a tile wide); narrower rows, a tile or two per row.
+    tiles_.clear();
+    const int64_t OW = cv_.ow(), P = cv_.oh() * OW;
+    if (OW >= kTileWidth)
+      for (int64_t j = 0; j < P; j += kTileWidth)
+        tiles_.push_back({j / OW, j % OW, std::min<int64_t>(kTileWidth, P - j)});
+    else
+      for (int64_t oh = 0; oh < cv_.oh(); ++oh)
+        for (int64_t ow = 0; ow < OW; ow += kTileWidth)
+          tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, OW - ow)});
+  }
+
+  // One image's channels into the padded image (interior only), the pool splitting the
+  // groups' quads.
+  template <class T>
+  void pad_image(const T* x) {
+    const int64_t c_g = cv_.ic / cv_.g, IH = cv_.ih, IW = cv_.iw;
+    pool_->run([&](int tid, int threads) {
+      const Range part = split(cv_.g * quads_ * IH, 1, tid, threads);  // input rows of each quad
+      uint32_t* tmp = row_.data() + tid * IW;  // width stride > 1: a row before its phases
+      for (int64_t u = part.first; u < part.last; ++u) {
+        const int64_t gq = u / IH, ih = u % IH, c0 = gq / quads_ * c_g + gq % quads_ * per_;
+        const int have = int(std::min<int64_t>(per_, c_g - gq % quads_ * per_));
+        const T* rows[4] = {};
+        for (int j = 0; j < have; ++j)
+          rows[j] = x + ((c0 + j) * IH + ih) * IW;
+        uint32_t* line = padded_.data() + (gq * pad_h_ + ih + cv_.ph) * phase_w_;
+        if (cv_.sw == 1) {
+          channels_to_elements(rows, have, per_, IW, line + cv_.pw);
+          continue;
+        }
+        channels_to_elements(rows, have, per_, IW, tmp);
+        int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
+        for (int64_t iw = 0; iw < IW; ++iw) {
+          line[phase * phase_ + col] = tmp[iw];
+          if (++phase == cv_.sw) {
+            phase = 0;
+            ++col;
+          }
+        }
+      }
+    });
+  }
+
+  template <class T>
+  void run_indirect(TensorSet& ts) {
+    const int64_t k_g = cv_.oc / cv_.g, P = cv_.oh() * cv_.ow(), OW = cv_.ow();
+    const T* x = ts.at(Arg::src).as<T>();
+    const float* bias = ts.at(Arg::bias).as<float>();
+    const bool bf16 = elem_ == Elem::bf16;
+    void (*tile)(const IndirectArgs&) = bf16 ? ukr_bf16_indirect_avx512 : ukr_u8s8_indirect_avx512;
+    for (int64_t n = 0; n < cv_.mb; ++n) {
+      pad_image(x + n * cv_.ic * cv_.ih * cv_.iw);
+      const int64_t y0 = n * cv_.oc * P;
+      pool_->run([&](int tid, int threads) {
+        const Range part = split(int64_t(tiles_.size()), 1, tid, threads);
+        IndirectArgs u;
+        u.ldc = P;
+        u.relu = relu_ == Relu::fused;
+        u.next_row = cv_.sh * phase_w_ - OW;
+        u.scale = scale_;
+        u.kc = steps_;
+        u.off = offsets_.data();
+        u.load_c = false;
+        u.last = true;
+        for (int64_t i = part.first; i < part.last; ++i) {
+          const PixelTile& pt = tiles_[size_t(i)];
+          u.n = int(pt.n);
+          u.split = pt.ow + pt.n > OW ? int(OW - pt.ow) : kTileWidth;
+          for (int64_t g = 0; g < cv_.g; ++g) {
+            u.x = reinterpret_cast<const float*>(padded_.data() +
+                                                 (g * quads_ * pad_h_ + pt.oh * cv_.sh) * phase_w_ + pt.ow);
+            for (int64_t m0 = 0; m0 < k_g; m0 += kRows) {
+              u.m = int(std::min<int64_t>(kRows, k_g - m0));
+              u.a = reinterpret_cast<const float*>(weights_.data() +
+                                                   (g * panels_ + m0 / kRows) * steps_ * kRows);
+              u.bias_row = bias + g * k_g + m0;
+              const int64_t at = y0 + (g * k_g + m0) * P + pt.oh * OW + pt.ow;
+              if (bf16)
+                u.out_bf16 = ts.at(Arg::dst).as<uint16_t>() + at;
+              else
+                u.c = ts.at(Arg::dst).as<float>() + at;
+              tile(u);
+            }
+          }
+        }
+      });
+    }
+  }
+
   // T: x's storage (bf16 as uint16_t, u8); y is bf16 (uint16_t) or f32 alike.
   template <class T>
   void run_as(TensorSet& ts) {
@@ -175,6 +396,16 @@ class LowpConv final : public Kernel {
   LowpPath path_ = LowpPath::avx512;
   float scale_ = 1.0f;
   bool pointwise_ = false;  // 1×1, stride 1, unpadded: the image is its own column matrix
+  // The indirect path (AVX-512): see prepare_indirect().
+  struct PixelTile {
+    int64_t oh, ow, n;  // first output pixel, pixels (≤ 32, may run into the next row)
+  };
+  bool indirect_ = false;
+  int per_ = 4;  // channels per 4-byte element: 2 bf16, 4 u8
+  int64_t quads_ = 0, steps_ = 0, panels_ = 0, pad_h_ = 0, phase_w_ = 0, phase_ = 0;
+  AlignedBuffer<uint32_t> weights_, padded_, row_;
+  std::vector<int64_t> offsets_;
+  std::vector<PixelTile> tiles_;
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   AlignedBuffer<std::byte> col_;

@@ -52,7 +52,8 @@ void register_cpu(Registry& r) {
         [] { return make_dense(); });
   r.add({.id = "conv2d.cpu.default",
          .idea = "implicit GEMM: indirect from a padded image (unit stride, AVX-512) or im2col into packed "
-                 "panels; 1x1 as plain GEMM; bf16 and int8 as im2col + the low-precision GEMM",
+                 "panels; 1x1 as plain GEMM; bf16 and int8 indirect on channel quads / pairs (AVX-512) or "
+                 "im2col + the low-precision GEMM",
          .accumulation = "f32 (bf16), s32 (int8)",
          .multithreaded = true},
         [] { return make_conv2d(); });

@@ -55,15 +55,18 @@ void ukr_f32_scalar(const UkArgs& u);
 
 namespace lb::cpu {
 
-// Indirect f32 tile (AVX-512, 14×32 at most): B is not packed but read straight from a
-// zero-padded input image, row k of the tile's B being the 32 floats at x + off[k]
+// Indirect tile (AVX-512, 14×32 at most): B is not packed but read straight from a
+// zero-padded input image, row k of the tile's B being the 32 elements at x + off[k]
 // (convolution with unit width stride: a tile's pixels are consecutive in one input row),
 // or, for a tile that runs past its output row's end into the next, lanes < split from
-// x + off[k] and lanes ≥ split from x + next_row + off[k].
+// x + off[k] and lanes ≥ split from x + next_row + off[k]. An element is 4 bytes: an f32,
+// or for the low-precision tiles a pixel's bf16 pair or u8 quad of consecutive channels
+// (k steps over channel pairs / quads), A's element the matching pair or quad of weights
+// (bf16, s8); the sums are f32 or s32, scaled by `scale` (s32: to f32) in the epilogue.
 struct IndirectArgs {
-  int64_t kc = 0;
-  const float* a = nullptr;      // A micro-panel, 14 rows, k-major
-  const float* x = nullptr;      // the tile's first pixel in the padded image; 32 floats are
+  int64_t kc = 0;                // k steps (f32 elements, bf16 pairs, u8 quads)
+  const float* a = nullptr;      // A micro-panel, 14 rows, k-major (4-byte elements)
+  const float* x = nullptr;      // the tile's first pixel in the padded image; 32 elements are
                                  // read at every x + off[k], whatever n (see the kernel)
   const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
   int split = 32;                // lanes from the next output row: [split, 32); 32 = none
@@ -74,8 +77,12 @@ struct IndirectArgs {
   bool load_c = false, last = false;
   const float* bias_row = nullptr;
   bool relu = false;
+  float scale = 1.0f;            // int8: the product of the operands' scales
+  uint16_t* out_bf16 = nullptr;  // bf16: the last slice's result here (row stride ldc), not in c
 };
 void ukr_f32_indirect_avx512(const IndirectArgs& u);
+void ukr_bf16_indirect_avx512(const IndirectArgs& u);  // vdpbf16ps
+void ukr_u8s8_indirect_avx512(const IndirectArgs& u);  // vpdpbusd, x's quads u8, A's s8
 
 }  // namespace lb::cpu
 

@@ -79,7 +79,7 @@ inline void finish(const UkArgs& u, const float* t) {
       bias_col[h] = _mm512_maskz_loadu_ps(mask[h], u.bias_col + 16 * h);
   const __m512 scale = _mm512_set1_ps(u.scale);
   for (int i = 0; i < M; ++i) {
-    float* c = u.c + i * u.ldc;
+    float* c = u.c ? u.c + i * u.ldc : nullptr;  // null: a bf16 result without partial sums
     for (int h = 0; h < 2; ++h) {
       __m512 v = _mm512_load_ps(t + i * NR + 16 * h);
       if (u.scale != 1.0f) v = _mm512_mul_ps(v, scale);
@@ -226,6 +226,14 @@ void dot_tile(const UkArgs& u) {
   "vpdpbusd %%zmm0, %%zmm" #ra ", %%zmm" #r0 \
   "\n\t"                                     \
   "vpdpbusd %%zmm1, %%zmm" #ra ", %%zmm" #r1 "\n\t"
+// The indirect int8 tile's roles: B (pixels, zmm0/zmm1) is the u8 operand, A (weights,
+// broadcast) the s8 one.
+#define LB_ROW_VNNI_PIXELS(off, ra, r0, r1)  \
+  "vpbroadcastd " #off "(%[a]), %%zmm" #ra   \
+  "\n\t"                                     \
+  "vpdpbusd %%zmm" #ra ", %%zmm0, %%zmm" #r0 \
+  "\n\t"                                     \
+  "vpdpbusd %%zmm" #ra ", %%zmm1, %%zmm" #r1 "\n\t"
 // Where a full tile's sums go: into t (14×32, row-major), or straight into C rows
 // (ldc bytes apart), replacing or adding to what is there.
 #define LB_STORE_T                  \
@@ -605,16 +613,15 @@ inline uint32_t next_lanes(int split) {
   return ~((uint32_t(1) << split) - 1);
 }
 
-// CROSS: lanes ≥ split of B from the next output row (IndirectArgs): both rows' 32 floats
+// CROSS: lanes ≥ split of B from the next output row (IndirectArgs): both rows' 32 elements
 // loaded whole (x + next_row + off[k] + 31 lies within what the next row's own tiles read)
 // and blended; merging masked loads made GCC keep the accumulators in memory here too (the
 // 8-row tile's share of AlexNet conv1's perf samples 11 % → 21 %).
-template <int M, bool CROSS>
+template <Kind K, int M, bool CROSS>
 void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* off, float* t,
                    uint32_t next_lanes, int64_t next_row) {
-  __m512 acc[M][2];
-  for (int i = 0; i < M; ++i)
-    acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  using Acc = typename SumsOf<K>::type;
+  Acc acc[M][2] = {};
   for (int64_t k = 0; k < kc; ++k, a += MR) {
     const float* b = x + off[k];
     __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
@@ -623,86 +630,112 @@ void indirect_sums(int64_t kc, const float* a, const float* x, const int64_t* of
       b1 = _mm512_mask_blend_ps(__mmask16(next_lanes >> 16), b1, _mm512_loadu_ps(b + next_row + 16));
     }
     for (int i = 0; i < M; ++i) {
-      const __m512 ai = _mm512_set1_ps(a[i]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      if constexpr (K == Kind::f32) {
+        const __m512 ai = _mm512_set1_ps(a[i]);
+        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      } else {
+        const __m512i ai = _mm512_castps_si512(_mm512_set1_ps(a[i]));  // a pair or quad of weights
+        if constexpr (K == Kind::bf16) {
+          acc[i][0] = dpbf16(acc[i][0], ai, _mm512_castps_si512(b0));
+          acc[i][1] = dpbf16(acc[i][1], ai, _mm512_castps_si512(b1));
+        } else {  // pixels u8, weights s8
+          acc[i][0] = dpbusd(acc[i][0], _mm512_castps_si512(b0), ai);
+          acc[i][1] = dpbusd(acc[i][1], _mm512_castps_si512(b1), ai);
+        }
+      }
     }
   }
   LB_STORE_SUMS(acc, t, M);
 }
 
+// The epilogue's arguments of an indirect tile of M rows.
 template <int M>
-void indirect_tile(const IndirectArgs& ia) {
+UkArgs indirect_epilogue(const IndirectArgs& ia) {
   UkArgs u;
   u.c = ia.c;
   u.ldc = ia.ldc;
+  u.out_bf16 = ia.out_bf16;
+  u.ldo = ia.ldc;
   u.m = M;
   u.n = ia.n;
   u.load_c = ia.load_c;
   u.last = ia.last;
+  u.scale = ia.scale;
   u.bias_row = ia.bias_row;
   u.relu = ia.relu;
   prefetch_c<M>(u);
+  return u;
+}
+
+template <Kind K, int M>
+void indirect_tile(const IndirectArgs& ia) {
+  const UkArgs u = indirect_epilogue<M>(ia);
   alignas(64) float t[M * NR];
   if (ia.split < NR)
-    indirect_sums<M, true>(ia.kc, ia.a, ia.x, ia.off, t, next_lanes(ia.split), ia.next_row);
+    indirect_sums<K, M, true>(ia.kc, ia.a, ia.x, ia.off, t, next_lanes(ia.split), ia.next_row);
   else
-    indirect_sums<M, false>(ia.kc, ia.a, ia.x, ia.off, t, 0, 0);
+    indirect_sums<K, M, false>(ia.kc, ia.a, ia.x, ia.off, t, 0, 0);
   finish<M>(u, t);
 }
-template <int M>
+template <Kind K>
 struct Indirect {
-  static void run(const IndirectArgs& u) { indirect_tile<M>(u); }
+  template <int M>
+  struct Rows {
+    static void run(const IndirectArgs& u) { indirect_tile<K, M>(u); }
+  };
 };
 
 // The full 14-row indirect tile in assembly, as the packed one (GCC spills this one's
 // accumulators too): per k step an offset from the table, two loads of B from the padded
-// image, 14 broadcasts of A, 28 FMAs; a tile crossing into the next output row two masked
-// loads more (lanes ≥ split from x + next_row).
-template <bool CROSS>
+// image, 14 broadcasts of A, 28 FMAs (or dot products); a tile crossing into the next output
+// row two masked loads more (lanes ≥ split from x + next_row).
+#define LB_INDIRECT_TILE(ROWS)                                                                               \
+  asm volatile(                                                                                              \
+      "kmovw %k[lo], %%k1\n\t"                                                                               \
+      "kmovw %k[hi], %%k2\n\t" LB_ZERO_ACCS                                                                  \
+      "test %[steps], %[steps]\n\t"                                                                          \
+      "jz 2f\n\t"                                                                                            \
+      "1:\n\t"                                                                                               \
+      "mov (%[off]), %[tmp]\n\t"                                                                             \
+      "vmovups (%[x], %[tmp], 4), %%zmm0\n\t"                                                                \
+      "vmovups 64(%[x], %[tmp], 4), %%zmm1\n\t"                                                              \
+      ".if %c[cross]\n\t"                                                                                    \
+      "vmovups (%[x2], %[tmp], 4), %%zmm0 %{%%k1%}\n\t"                                                      \
+      "vmovups 64(%[x2], %[tmp], 4), %%zmm1 %{%%k2%}\n\t"                                                    \
+      ".endif\n\t" ROWS                                                                                      \
+      "add $56, %[a]\n\t"                                                                                    \
+      "add $8, %[off]\n\t"                                                                                   \
+      "dec %[steps]\n\t"                                                                                     \
+      "jnz 1b\n\t"                                                                                           \
+      "2:\n\t" LB_STORE_T                                                                                    \
+      : [a] "+r"(a), [off] "+r"(off), [steps] "+r"(steps), [tmp] "=&r"(tmp)                                  \
+      : [x] "r"(ia.x), [x2] "r"(ia.x + ia.next_row), [t] "r"(t), [lo] "r"(lanes & 0xffff),                   \
+        [hi] "r"(lanes >> 16), [cross] "i"(CROSS ? 1 : 0)                                                    \
+      : "k1", "k2", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21",   \
+        "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory",  \
+        "cc")
+template <Kind K, bool CROSS>
 void indirect_full_tile(const IndirectArgs& ia) {
-  UkArgs u;
-  u.c = ia.c;
-  u.ldc = ia.ldc;
-  u.m = MR;
-  u.n = ia.n;
-  u.load_c = ia.load_c;
-  u.last = ia.last;
-  u.bias_row = ia.bias_row;
-  u.relu = ia.relu;
-  prefetch_c<MR>(u);
+  const UkArgs u = indirect_epilogue<MR>(ia);
   alignas(64) float t[MR * NR];
   const float* a = ia.a;
   const int64_t* off = ia.off;
   int64_t steps = ia.kc, tmp = 0;
   const uint32_t lanes = CROSS ? next_lanes(ia.split) : 0;
-  asm volatile(
-      "kmovw %k[lo], %%k1\n\t"
-      "kmovw %k[hi], %%k2\n\t"
-      LB_ZERO_ACCS
-      "test %[steps], %[steps]\n\t"
-      "jz 2f\n\t"
-      "1:\n\t"
-      "mov (%[off]), %[tmp]\n\t"
-      "vmovups (%[x], %[tmp], 4), %%zmm0\n\t"
-      "vmovups 64(%[x], %[tmp], 4), %%zmm1\n\t"
-      ".if %c[cross]\n\t"
-      "vmovups (%[x2], %[tmp], 4), %%zmm0 %{%%k1%}\n\t"
-      "vmovups 64(%[x2], %[tmp], 4), %%zmm1 %{%%k2%}\n\t"
-      ".endif\n\t"
-  LB_14_ROWS(LB_ROW_FMA)
-      "add $56, %[a]\n\t"
-      "add $8, %[off]\n\t"
-      "dec %[steps]\n\t"
-      "jnz 1b\n\t"
-      "2:\n\t"
-      LB_STORE_T
-      : [a] "+r"(a), [off] "+r"(off), [steps] "+r"(steps), [tmp] "=&r"(tmp)
-      : [x] "r"(ia.x), [x2] "r"(ia.x + ia.next_row), [t] "r"(t), [lo] "r"(lanes & 0xffff), [hi] "r"(lanes >> 16),
-        [cross] "i"(CROSS ? 1 : 0)
-      : "k1", "k2", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30", "xmm31", "memory", "cc");
+  if constexpr (K == Kind::f32) {
+    LB_INDIRECT_TILE(LB_14_ROWS(LB_ROW_FMA));
+  } else if constexpr (K == Kind::bf16) {
+    LB_INDIRECT_TILE(LB_14_ROWS(LB_ROW_BF16));
+  } else {
+    LB_INDIRECT_TILE(LB_14_ROWS(LB_ROW_VNNI_PIXELS));
+    for (int i = 0; i < MR * NR; i += 16)  // s32 sums to f32, scaled in finish()
+      _mm512_store_ps(t + i, _mm512_cvtepi32_ps(_mm512_load_si512(t + i)));
+  }
   finish<MR>(u, t);
 }
+#undef LB_INDIRECT_TILE
 
 // m (1..14) → the tile instantiated for it.
 template <template <int> class T, class Args>
@@ -876,9 +909,23 @@ void ukr_u8s8_avx512(const UkArgs& u) {
   dispatch<U8s8>(u);
 }
 
+namespace {
+template <Kind K>
+void indirect_any(const IndirectArgs& u) {
+  if (u.m == MR) return u.split < NR ? indirect_full_tile<K, true>(u) : indirect_full_tile<K, false>(u);
+  dispatch<Indirect<K>::template Rows>(u);
+}
+
+}  // namespace
+
 void ukr_f32_indirect_avx512(const IndirectArgs& u) {
-  if (u.m == MR) return u.split < NR ? indirect_full_tile<true>(u) : indirect_full_tile<false>(u);
-  dispatch<Indirect>(u);
+  indirect_any<Kind::f32>(u);
+}
+void ukr_bf16_indirect_avx512(const IndirectArgs& u) {
+  indirect_any<Kind::bf16>(u);
+}
+void ukr_u8s8_indirect_avx512(const IndirectArgs& u) {
+  indirect_any<Kind::u8s8>(u);
 }
 
 }  // namespace lb::cpu
