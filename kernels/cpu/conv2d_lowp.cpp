@@ -277,7 +277,7 @@ class LowpConv final : public Kernel {
   }
 
   // One image's channels into the padded image (interior only), the pool splitting the
-  // groups' quads.
+  // input rows of every group's quads (or pairs) among the threads.
   template <class T>
   void pad_image(const T* x) {
     const int64_t c_g = cv_.ic / cv_.g, IH = cv_.ih, IW = cv_.iw;
