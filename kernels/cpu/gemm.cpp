@@ -165,7 +165,7 @@ template <class T, class D>
 void interleave_group(const T* s0, int64_t cs, int have, int rows, int kg, D* dst, int64_t after) {
   constexpr int kStep = 16 / sizeof(T);  // words from one 16-byte load per row
   const bool simd = kg * sizeof(T) == 4, words = kg * sizeof(D) == 4;
-  auto* d = reinterpret_cast<uint32_t*>(dst);  // where words
+  auto* d = reinterpret_cast<uint32_t*>(dst);  // the group as words, where it is one a row
   if (!words) {                                // AMX's tile rows (kg 32 bf16 / 64 u8)
     for (int j = 0; j < have; ++j)
       for (int i = 0; i < rows; ++i)
@@ -244,9 +244,10 @@ void interleave_group(const T* s0, int64_t cs, int have, int rows, int kg, D* ds
 // The panels of a block whose rows are contiguous across a panel (rs = 1) and whose depth
 // rows are cs apart, in groups of kg: group by group, each group across all the block's
 // panels, so that the kg depth rows are read front to back once (a convolution's column
-// matrix, conv2d_lowp.cpp's A; panel by panel instead, each group's rows read 14 elements
-// at a time, the packing took 29 % of an int8 3×3 convolution's time on the AMD EPYC Zen 5
-// VM, 26 % so). Panels are kc·r elements apart; their padding is already zero.
+// matrix, conv2d_lowp.cpp's A where it takes the GEMM; panel by panel instead, each group's
+// rows read 14 elements at a time, the packing took 29 % of an int8 3×3 convolution's time
+// on the AMD EPYC Zen 5 VM, 26 % so — before that layer moved to the indirect tile). Panels
+// are kc·r elements apart; their padding is already zero.
 template <class T, class D>
 void interleave_panels(const T* s, int64_t cs, int64_t count, int64_t k_valid, int64_t kc, int r, int kg,
                        D* d) {
