@@ -41,8 +41,12 @@
 // int8 on AVX2 (ukernel_avx2.cpp's 4×16 vpmaddwd tile), measured on the 2-core AMD EPYC
 // Zen 3 VM with the pixel rows gathered, one run (results/cpu-zen3-2core/
 // 2026-12-02_avx2-int8_cpu-vs-onednn): 3×3 0.25×, AlexNet conv1 0.40×, MobileNet pw6 0.35×
-// at 1 and 2 threads alike; not measured since. AMX: verified through the emulated AMX
-// tiles (kernels/tests/amx_test.cpp); not measured.
+// oneDNN at 1 and 2 threads alike. Through im2col instead, measured on the Zen 5 VM under
+// LB_CPU_ISA=avx2 (the AVX2 code on a CPU that has more; not on an AVX2-only one), against
+// the build with the rows gathered (d2d8cd1), alternately, 3 runs each, its time ÷ this
+// one's at 1 / 2 threads: 3×3 1.73× / 1.72×, pw6 1.51× / 1.57×, AlexNet conv1 1.05× /
+// 1.07×, 13×13 (AlexNet conv5) 0.99× / 0.87×. AMX: verified through the emulated AMX tiles
+// (kernels/tests/amx_test.cpp); not measured.
 #include <emmintrin.h>
 
 #include <algorithm>
