@@ -101,7 +101,7 @@ __attribute__((target("avx512f,avx512bf16"))) float bf16_dot_avx512(long iters) 
 // in zmm30-31): written as a loop over an array of accumulators, GCC 12 spilled them at 16-24
 // chains, and at 12 it copied each accumulator twice per step (22 moves among 12 products).
 // On the 2-core AMD EPYC Zen 5 VM that loop read 811 GOP/s on one thread and 1,819 on two
-// (more than twice one); this one 930-970 on one thread with a compiler running beside it.
+// (more than twice one); this one 911-970 on one thread with a compiler running beside it.
 #define LB_DPBUSD(n) "vpdpbusd %%zmm31, %%zmm30, %%zmm" #n "\n\t"
 #define LB_DPBUSD4(a, b, c, d) LB_DPBUSD(a) LB_DPBUSD(b) LB_DPBUSD(c) LB_DPBUSD(d)
 #define LB_COPY(n) "vmovdqa32 %%zmm0, %%zmm" #n "\n\t"

@@ -1,5 +1,7 @@
 #include "kernels/cpu/common.h"
 
+#include <emmintrin.h>
+
 #include "kernels/cpu/ukernel.h"
 
 namespace lb::cpu {
@@ -8,6 +10,85 @@ void pixel_rows_to_channels(Isa isa, const float* ct, int64_t K, int64_t P, int6
                             float* y) {
   if (isa == Isa::avx512) return transpose_f32_avx512(ct, K, P, k0, k1, y, P);
   pixel_rows_to_channels<float>(ct, K, P, k0, k1, y);
+}
+
+namespace {
+template <class T>
+void interleave(const T* const* c, int have, int64_t n, uint32_t* d, int64_t after) {
+  constexpr int kPer = 4 / int(sizeof(T));
+  constexpr int64_t kStep = 16 / sizeof(T);  // elements of one 16-byte load
+  // Elements [i, i + kStep) of each row into words d[i …], the first `words` of them stored.
+  const auto step = [&](int64_t i, int64_t words) {
+    __m128i v[kPer], out[4];
+    for (int j = 0; j < kPer; ++j)
+      v[j] = j < have ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(c[j] + i)) : _mm_setzero_si128();
+    if constexpr (kPer == 4) {
+      const __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]);
+      const __m128i cd0 = _mm_unpacklo_epi8(v[2], v[3]), cd1 = _mm_unpackhi_epi8(v[2], v[3]);
+      out[0] = _mm_unpacklo_epi16(ab0, cd0);
+      out[1] = _mm_unpackhi_epi16(ab0, cd0);
+      out[2] = _mm_unpacklo_epi16(ab1, cd1);
+      out[3] = _mm_unpackhi_epi16(ab1, cd1);
+    } else {
+      out[0] = _mm_unpacklo_epi16(v[0], v[1]);
+      out[1] = _mm_unpackhi_epi16(v[0], v[1]);
+    }
+    uint32_t* o = d + i;
+    int64_t q = 0;
+    for (; q + 4 <= words; q += 4)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + q), out[q / 4]);
+    if (q == words) return;
+    __m128i rest = out[q / 4];
+    if (q + 2 <= words) {
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(o + q), rest);
+      rest = _mm_srli_si128(rest, 8);
+      q += 2;
+    }
+    if (q < words) o[q] = uint32_t(_mm_cvtsi128_si32(rest));
+  };
+  int64_t i = 0;
+  for (; i + kStep <= n; i += kStep)
+    step(i, kStep);
+  if (i == n) return;
+  if (n >= kStep) return step(n - kStep, kStep);
+  if (kStep - n <= after) return step(0, n);
+  for (; i < n; ++i) {
+    uint32_t word = 0;
+    for (int j = 0; j < have; ++j)
+      word |= uint32_t(c[j][i]) << (j * 32 / kPer);
+    d[i] = word;
+  }
+}
+}  // namespace
+
+void interleave_rows(const uint8_t* const* c, int have, int64_t n, uint32_t* d, int64_t after) {
+  interleave(c, have, n, d, after);
+}
+void interleave_rows(const uint16_t* const* c, int have, int64_t n, uint32_t* d, int64_t after) {
+  interleave(c, have, n, d, after);
+}
+
+std::vector<PixelTile> pixel_tiles(const Conv2d& cv, int64_t width) {
+  std::vector<PixelTile> tiles;
+  const int64_t OW = cv.ow(), P = cv.oh() * OW;
+  if (OW >= width)
+    for (int64_t j = 0; j < P; j += width)
+      tiles.push_back({j / OW, j % OW, std::min(width, P - j)});
+  else
+    for (int64_t oh = 0; oh < cv.oh(); ++oh)
+      for (int64_t ow = 0; ow < OW; ow += width)
+        tiles.push_back({oh, ow, std::min(width, OW - ow)});
+  return tiles;
+}
+
+std::vector<int64_t> tap_offsets(const Conv2d& cv, int64_t units, int64_t rows, int64_t phase_w,
+                                 int64_t phase) {
+  std::vector<int64_t> off;
+  for (int64_t u = 0; u < units; ++u)
+    for (int64_t r = 0; r < cv.kh; ++r)
+      for (int64_t s = 0; s < cv.kw; ++s)
+        off.push_back((s * cv.dw) % cv.sw * phase + (u * rows + r * cv.dh) * phase_w + (s * cv.dw) / cv.sw);
+  return off;
 }
 
 void relu_pass(Relu relu, TensorSet& ts, Pool* pool) {

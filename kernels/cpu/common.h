@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/buffer.h"
 #include "kernels/cpu/gemm.h"
@@ -31,6 +32,33 @@ void pixel_rows_to_channels(const T* ct, int64_t K, int64_t P, int64_t k0, int64
   }
 }
 void pixel_rows_to_channels(Isa isa, const float* ct, int64_t K, int64_t P, int64_t k0, int64_t k1, float* y);
+
+// Rows of `per` consecutive channels side by side, as 4-byte words: d[i] holds c[j][i] in
+// bits 32/per·j (u8: per 4, a quad; bf16 as uint16_t: per 2, a pair) for i < n, channel
+// rows c[have … per) zero. 16 / 8 words a step through SSE2 unpacks, the last overlapping
+// the one before; under one step, one load per row where `after` elements past n are
+// readable in every row, else element by element. (A convolution's channels into the
+// indirect tiles' padded image, conv2d_lowp.cpp; depth rows into the low-precision GEMM's
+// A panels, gemm.cpp's pack_strided.)
+void interleave_rows(const uint8_t* const* c, int have, int64_t n, uint32_t* d, int64_t after = 0);
+void interleave_rows(const uint16_t* const* c, int have, int64_t n, uint32_t* d, int64_t after = 0);
+
+// The AVX-512 indirect convolution tiles' geometry (conv2d.cpp's f32, conv2d_lowp.cpp's bf16
+// and int8). Tiles of `width` output pixels in raster order, one crossing a row's end taking
+// the next row's first pixels, where output rows are at least `width` wide; else a tile or
+// more per row.
+struct PixelTile {
+  int64_t oh, ow, n;  // first output pixel, pixels
+};
+std::vector<PixelTile> pixel_tiles(const Conv2d& cv, int64_t width);
+// The padded image is split into SW phase images along W (phase p holds padded columns p,
+// p + SW, …; `phase` elements each, `rows` rows of `phase_w` per unit of depth), so that
+// output pixels ow, ow+1, … read consecutive elements whatever the stride: padded column
+// ow·SW + s·DW is column ow + (s·DW) / SW of phase (s·DW) % SW. The offset of each k step
+// (unit u < units: a channel, or a pair or quad of channels; filter row r, column s) from a
+// tile's first pixel.
+std::vector<int64_t> tap_offsets(const Conv2d& cv, int64_t units, int64_t rows, int64_t phase_w,
+                                 int64_t phase);
 
 // relu=inplace: dst := max(dst, 0); relu=separate: relu_dst := max(dst, 0) (f32 or bf16
 // storage); else nothing. Split across the pool.

@@ -215,25 +215,14 @@ class ImplicitGemmConv final : public Kernel {
         packed_.emplace_back(isa_, true, kg, depth, Strided{w + g * kg * depth, depth, 1});
     }
     if (indirect_) {
-      // The padded image split into SW phase images along W (phase p holds padded columns
-      // p, p + SW, p + 2·SW, …), so that output pixels ow, ow+1, … read consecutive floats
-      // of one phase image whatever the stride: padded column ow·SW + s·DW is column
-      // ow + (s·DW) / SW of phase (s·DW) % SW.
+      // The padded image split into SW phase images along W (tap_offsets(), common.h).
       pad_h_ = cv_.ih + 2 * cv_.ph;
       phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
       tiles_.clear();
       pixels_.clear();
       rows_ = pad_h_;
-      if (isa_ == Isa::avx512 && cv_.ow() >= kTileWidth) {
-        // Tiles of 32 pixels in raster order: one crossing a row's end takes the next row's
-        // first pixels (at most one crossing, rows being at least a tile wide).
-        const int64_t P = cv_.oh() * cv_.ow();
-        for (int64_t j = 0; j < P; j += kTileWidth)
-          tiles_.push_back({j / cv_.ow(), j % cv_.ow(), std::min<int64_t>(kTileWidth, P - j)});
-      } else if (isa_ == Isa::avx512) {
-        for (int64_t oh = 0; oh < cv_.oh(); ++oh)
-          for (int64_t ow = 0; ow < cv_.ow(); ow += kTileWidth)
-            tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, cv_.ow() - ow)});
+      if (isa_ == Isa::avx512) {
+        tiles_ = pixel_tiles(cv_, kTileWidth);  // 32 pixels in raster order, across rows
       } else {
         // Every output pixel's offset in a group's padded image (first phase image, row
         // oh·SH, column ow) and in an output plane, in raster order; tiles of 6 run on.
@@ -251,13 +240,7 @@ class ImplicitGemmConv final : public Kernel {
       // width past the last offset of a narrower tile. AVX2: a window per thread (see run()).
       padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
       padded_ = AlignedBuffer<float>(size_t(padded_floats_ * (isa_ == Isa::avx2 ? threads_ : 1)));
-      const int64_t phase = cv_.ic * rows_ * phase_w_;
-      offsets_.clear();
-      for (int64_t c = 0; c < cv_.ic / cv_.g; ++c)
-        for (int64_t r = 0; r < cv_.kh; ++r)
-          for (int64_t s = 0; s < cv_.kw; ++s)
-            offsets_.push_back((s * cv_.dw) % cv_.sw * phase + (c * rows_ + r * cv_.dh) * phase_w_ +
-                               (s * cv_.dw) / cv_.sw);
+      offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
     } else if (pixel_rows_) {
       ws_ = Workspace(isa_, ctx.threads, true, false, depth);
     } else {
@@ -386,9 +369,6 @@ class ImplicitGemmConv final : public Kernel {
   static constexpr int64_t kTileWidth = 32;  // pixels per tile: the AVX-512 tile's NR
   static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
   static constexpr double kStreamBytes = 1 << 20;  // far past a 512 KiB L2
-  struct PixelTile {
-    int64_t oh, ow, n;
-  };
   struct Pixel {
     int64_t in, out;  // offsets in a group's padded image and in an output plane
   };

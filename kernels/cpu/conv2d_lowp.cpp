@@ -47,8 +47,6 @@
 // one's at 1 / 2 threads: 3×3 1.73× / 1.72×, pw6 1.51× / 1.57×, AlexNet conv1 1.05× /
 // 1.07×, 13×13 (AlexNet conv5) 0.99× / 0.87×. AMX: verified through the emulated AMX tiles
 // (kernels/tests/amx_test.cpp); not measured.
-#include <emmintrin.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -92,50 +90,6 @@ void im2col(const Conv2d& cv, const T* x, int64_t k0, int64_t k1, T* col) {
           d[ow] = row[ow * cv.sw + iw0];
       std::fill(d + hi, d + OW, T(0));
     }
-  }
-}
-
-// One input row's pixels as 4-byte elements of `per` consecutive channels (bf16 pairs,
-// u8 quads: channel j in bits 32/per·j), from `have` ≤ per channel rows c[0..have) (the
-// rest zero), n pixels, pixel i at d[i]: 16 / 8 pixels a step through SSE2 unpacks, the
-// last step overlapping the one before.
-template <class T>
-void channels_to_elements(const T* const* c, int have, int per, int64_t n, uint32_t* d) {
-  constexpr int64_t kStep = 16 / sizeof(T);
-  if (n >= kStep) {
-    const auto load = [&](int j, int64_t i) {
-      return j < have ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(c[j] + i)) : _mm_setzero_si128();
-    };
-    const auto store = [&](int64_t at, __m128i v) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + at), v);
-    };
-    const auto step = [&](int64_t i) {
-      if constexpr (sizeof(T) == 1) {
-        const __m128i a = load(0, i), b = load(1, i), e = load(2, i), f = load(3, i);
-        const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-        const __m128i ef0 = _mm_unpacklo_epi8(e, f), ef1 = _mm_unpackhi_epi8(e, f);
-        store(i, _mm_unpacklo_epi16(ab0, ef0));
-        store(i + 4, _mm_unpackhi_epi16(ab0, ef0));
-        store(i + 8, _mm_unpacklo_epi16(ab1, ef1));
-        store(i + 12, _mm_unpackhi_epi16(ab1, ef1));
-      } else {
-        const __m128i a = load(0, i), b = load(1, i);
-        store(i, _mm_unpacklo_epi16(a, b));
-        store(i + 4, _mm_unpackhi_epi16(a, b));
-      }
-    };
-    int64_t i = 0;
-    for (; i + kStep <= n; i += kStep)
-      step(i);
-    if (i < n) step(n - kStep);
-    return;
-  }
-  const int bits = 32 / per;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t word = 0;
-    for (int j = 0; j < have; ++j)
-      word |= uint32_t(c[j][i]) << (j * bits);
-    d[i] = word;
   }
 }
 
@@ -252,32 +206,16 @@ class LowpConv final : public Kernel {
               weights_.data()[((g * panels_ + o / kRows) * steps_ + k) * kRows + o % kRows] |=
                   uint32_t(bits_of) << (c % per_ * bits);
             }
-    // The padded image split into SW phase images along W, as conv2d.cpp's f32 path does:
-    // padded column ow·SW + s·DW is column ow + (s·DW) / SW of phase (s·DW) % SW, so that a
-    // tile's pixels are consecutive elements whatever the stride.
+    // The padded image split into SW phase images along W, as conv2d.cpp's f32 path does
+    // (tap_offsets()); tiles in raster order across output rows (pixel_tiles()).
     pad_h_ = cv_.ih + 2 * cv_.ph;
     phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
     phase_ = cv_.g * quads_ * pad_h_ * phase_w_;
     // Borders stay zero; a tile width more: the tile reads 32 elements past its last offset.
     padded_ = AlignedBuffer<uint32_t>(size_t(cv_.sw * phase_ + kTileWidth));
     std::fill(padded_.data(), padded_.data() + padded_.size(), 0u);
-    offsets_.clear();
-    for (int64_t q = 0; q < quads_; ++q)
-      for (int64_t r = 0; r < cv_.kh; ++r)
-        for (int64_t s = 0; s < cv_.kw; ++s)
-          offsets_.push_back((s * cv_.dw) % cv_.sw * phase_ + (q * pad_h_ + r * cv_.dh) * phase_w_ +
-                             (s * cv_.dw) / cv_.sw);
-    // Tiles of 32 pixels in raster order, one crossing a row's end taking the next row's first
-    // pixels (rows at least a tile wide); narrower rows, a tile or two per row.
-    tiles_.clear();
-    const int64_t OW = cv_.ow(), P = cv_.oh() * OW;
-    if (OW >= kTileWidth)
-      for (int64_t j = 0; j < P; j += kTileWidth)
-        tiles_.push_back({j / OW, j % OW, std::min<int64_t>(kTileWidth, P - j)});
-    else
-      for (int64_t oh = 0; oh < cv_.oh(); ++oh)
-        for (int64_t ow = 0; ow < OW; ow += kTileWidth)
-          tiles_.push_back({oh, ow, std::min<int64_t>(kTileWidth, OW - ow)});
+    offsets_ = tap_offsets(cv_, quads_, pad_h_, phase_w_, phase_);
+    tiles_ = pixel_tiles(cv_, kTileWidth);
   }
 
   // One image's channels into the padded image (interior only), the pool splitting the
@@ -296,10 +234,10 @@ class LowpConv final : public Kernel {
           rows[j] = x + ((c0 + j) * IH + ih) * IW;
         uint32_t* line = padded_.data() + (gq * pad_h_ + ih + cv_.ph) * phase_w_;
         if (cv_.sw == 1) {
-          channels_to_elements(rows, have, per_, IW, line + cv_.pw);
+          interleave_rows(rows, have, IW, line + cv_.pw);
           continue;
         }
-        channels_to_elements(rows, have, per_, IW, tmp);
+        interleave_rows(rows, have, IW, tmp);
         int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
         for (int64_t iw = 0; iw < IW; ++iw) {
           line[phase * phase_ + col] = tmp[iw];
@@ -319,6 +257,7 @@ class LowpConv final : public Kernel {
     const float* bias = ts.at(Arg::bias).as<float>();
     const bool bf16 = elem_ == Elem::bf16;
     void (*tile)(const IndirectArgs&) = bf16 ? ukr_bf16_indirect_avx512 : ukr_u8s8_indirect_avx512;
+    Tensor& dst = ts.at(Arg::dst);
     for (int64_t n = 0; n < cv_.mb; ++n) {
       pad_image(x + n * cv_.ic * cv_.ih * cv_.iw);
       const int64_t y0 = n * cv_.oc * P;
@@ -347,9 +286,9 @@ class LowpConv final : public Kernel {
               u.bias_row = bias + g * k_g + m0;
               const int64_t at = y0 + (g * k_g + m0) * P + pt.oh * OW + pt.ow;
               if (bf16)
-                u.out_bf16 = ts.at(Arg::dst).as<uint16_t>() + at;
+                u.out_bf16 = dst.as<uint16_t>() + at;
               else
-                u.c = ts.at(Arg::dst).as<float>() + at;
+                u.c = dst.as<float>() + at;
               tile(u);
             }
           }
@@ -401,9 +340,6 @@ class LowpConv final : public Kernel {
   float scale_ = 1.0f;
   bool pointwise_ = false;  // 1×1, stride 1, unpadded: the image is its own column matrix
   // The indirect path (AVX-512): see prepare_indirect().
-  struct PixelTile {
-    int64_t oh, ow, n;  // first output pixel, pixels (≤ 32, may run into the next row)
-  };
   bool indirect_ = false;
   int per_ = 4;  // channels per 4-byte element: 2 bf16, 4 u8
   int64_t quads_ = 0, steps_ = 0, panels_ = 0, pad_h_ = 0, phase_w_ = 0, phase_ = 0;

@@ -158,86 +158,27 @@ void copy_panel(const T* s, int64_t cs, int64_t kc, int r, T* d) {
 
 // One group of one panel: d[i·kg + j] = s0[j·cs + i] for rows i < rows of the `have` (≤ kg)
 // depth rows j at s0, s0 + cs, …, the missing ones zero (as D: T, or u8 widened to u16).
-// u8 quads and bf16 pairs (kg·sizeof(T) = 4 bytes, a word per row i) go through SSE2
-// unpacks, 16 / 8 words per step; `after`: how many elements each depth row has past the
-// panel's (a later panel's), which a step may load and drop.
+// u8 quads and bf16 pairs (a 4-byte word per row i) through interleave_rows (common.h);
+// `after`: how many elements each depth row has past the panel's (a later panel's).
 template <class T, class D>
 void interleave_group(const T* s0, int64_t cs, int have, int rows, int kg, D* dst, int64_t after) {
-  constexpr int kStep = 16 / sizeof(T);  // words from one 16-byte load per row
-  const bool simd = kg * sizeof(T) == 4, words = kg * sizeof(D) == 4;
-  auto* d = reinterpret_cast<uint32_t*>(dst);  // the group as words, where it is one a row
-  if (!words) {                                // AMX's tile rows (kg 32 bf16 / 64 u8)
+  if (kg * sizeof(D) != 4) {  // AMX's tile rows (kg 32 bf16 / 64 u8)
     for (int j = 0; j < have; ++j)
       for (int i = 0; i < rows; ++i)
         dst[i * kg + j] = D(s0[j * cs + i]);
-  } else if (simd && have == kg && rows == 14 && after >= 2) {
-    // AVX-512's 14-row A panels, straight-line: 16 words made, 14 stored.
-    auto load = [&](const T* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
-    auto store = [&](int i, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), v); };
-    if (kg == 4) {
-      const __m128i a = load(s0), b = load(s0 + cs), c = load(s0 + 2 * cs), e = load(s0 + 3 * cs);
-      const __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-      const __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
-      store(0, _mm_unpacklo_epi16(ab0, ce0));
-      store(4, _mm_unpackhi_epi16(ab0, ce0));
-      store(8, _mm_unpacklo_epi16(ab1, ce1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), _mm_unpackhi_epi16(ab1, ce1));
-    } else {
-      const __m128i a0 = load(s0), b0 = load(s0 + cs), a1 = load(s0 + 8), b1 = load(s0 + cs + 8);
-      store(0, _mm_unpacklo_epi16(a0, b0));
-      store(4, _mm_unpackhi_epi16(a0, b0));
-      store(8, _mm_unpacklo_epi16(a1, b1));
-      _mm_storel_epi64(reinterpret_cast<__m128i*>(d + 12), _mm_unpackhi_epi16(a1, b1));
-    }
-  } else if (simd && have == kg) {
-    for (int i = 0; i < rows; i += kStep) {
-      const int n = std::min(kStep, rows - i);
-      __m128i v[4];
-      alignas(16) T tmp[4][kStep];
-      for (int j = 0; j < kg; ++j) {
-        const T* src = s0 + j * cs + i;
-        if (kStep - n > after) {
-          std::memset(tmp[j], 0, sizeof tmp[j]);
-          std::memcpy(tmp[j], src, size_t(n) * sizeof(T));
-          src = tmp[j];
-        }
-        v[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-      }
-      __m128i out[4];
-      if (kg == 4) {  // u8: 16 quads
-        const __m128i ab0 = _mm_unpacklo_epi8(v[0], v[1]), ab1 = _mm_unpackhi_epi8(v[0], v[1]);
-        const __m128i cd0 = _mm_unpacklo_epi8(v[2], v[3]), cd1 = _mm_unpackhi_epi8(v[2], v[3]);
-        out[0] = _mm_unpacklo_epi16(ab0, cd0);
-        out[1] = _mm_unpackhi_epi16(ab0, cd0);
-        out[2] = _mm_unpacklo_epi16(ab1, cd1);
-        out[3] = _mm_unpackhi_epi16(ab1, cd1);
-      } else {  // bf16: 8 pairs
-        out[0] = _mm_unpacklo_epi16(v[0], v[1]);
-        out[1] = _mm_unpackhi_epi16(v[0], v[1]);
-      }
-      uint32_t* o = d + i;
-      int q = 0;
-      for (; q + 4 <= n; q += 4)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(o + q), out[q / 4]);
-      if (q + 2 <= n) {
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(o + q), out[q / 4]);
-        out[q / 4] = _mm_srli_si128(out[q / 4], 8);
-        q += 2;
-      }
-      if (q < n) o[q] = uint32_t(_mm_cvtsi128_si32(out[q / 4]));
-    }
-  } else if (kg == 2 && have == 2) {  // u8 widened to pairs
-    const T* s1 = s0 + cs;
+    return;
+  }
+  auto* d = reinterpret_cast<uint32_t*>(dst);
+  if constexpr (std::is_same_v<T, float>) {  // f32 has no groups (kg 1): never here
+    return;
+  } else if constexpr (std::is_same_v<T, D>) {  // u8 quads, bf16 pairs
+    const T* depth_rows[4] = {};
+    for (int j = 0; j < have; ++j)
+      depth_rows[j] = s0 + j * cs;
+    interleave_rows(depth_rows, have, rows, d, after);
+  } else {  // u8 pairs widened to u16
     for (int i = 0; i < rows; ++i)
-      d[i] = uint32_t(s0[i]) | uint32_t(s1[i]) << 16;
-  } else {  // the last, partial group
-    const int bits = 32 / kg;
-    for (int i = 0; i < rows; ++i) {
-      uint32_t word = 0;
-      for (int j = 0; j < have; ++j)
-        word |= uint32_t(s0[j * cs + i]) << (j * bits);
-      d[i] = word;
-    }
+      d[i] = uint32_t(s0[i]) | (have == 2 ? uint32_t(s0[cs + i]) << 16 : 0);
   }
 }
 
