@@ -38,12 +38,32 @@
 // batch 32, bound by DRAM on the same bytes as oneDNN, is parity within this VM's noise).
 // Against the c8 path of conv2d.cpu.depthwise on the same planes (batch 1, 1 thread): dw13
 // 9.5 µs vs 26 µs, dw14 28 µs vs 52 µs — the transposes were most of its time, as predicted.
-// Non-temporal y (stride 1, x and y past kStreamAbove), measured against plain stores in
+// Non-temporal y (stride 1, x and y past kOutgrowsAbove), measured against plain stores in
 // alternating runs at batch 32: dw2 6.0 / 5.6 ms vs 6.9 / 8.0 (1 thread), dw4 and dw6 at 2
 // threads 5-30 % faster, dw8 / dw14 within the noise; at stride 2 (y a fifth of the bytes)
-// no gain (dw3 9.3 vs 8.3 ms), so it streams at stride 1 only. Not used: software prefetch
-// of the input (a row ahead + 2-64 KB): dw3 at batch 32 10-20 % slower than the hardware
-// prefetchers alone on these contiguous per-unit streams.
+// no gain (dw3 9.3 vs 8.3 ms), so it streams at stride 1 only. Software prefetch of the
+// input a row ahead + 2-64 KB, tried then on the Zen 3 VM: dw3 at batch 32 10-20 % slower
+// than the hardware prefetchers alone.
+//
+// Prefetch one output row ahead (prefetch_step(), x and y past kOutgrowsAbove, rows of ≥
+// kPrefetchMinRow pixels). Seen on the 2-core Zen 5 VM: at batch 32, dw3 and dw5 (stride 2)
+// moved x and y at 19-29 GB/s against a DRAM read peak of 36-39 GB/s, and dw3 at batch 1 ran
+// 4.4× faster per image (1 thread), so the row walk waited on memory latency, not bandwidth.
+// Each step of kStep outputs now prefetches the S input rows that the next output row adds,
+// at the columns the step reads. Measured there, the same build with the prefetch on and off
+// alternately, 3 runs each, time off ÷ on, median of the pairs
+// (results/cpu-zen5-2core/2026-12-03_depthwise-prefetch):
+//   AVX-512, batch 32, 28-112-pixel rows: 1.04-2.05× (dw3 on 2 threads 1.04×, the least);
+//   in the same runs the cases where it stays off, as the control: 0.89-1.23×;
+//   14- and 7-pixel rows (dw8, dw13, dw14 at batch 32) with it on, 3 pairs: 0.87-1.04×,
+//   so no gain there, hence kPrefetchMinRow;
+//   batch 1 (in the caches) with it on, 2 pairs: 0.65-1.19×, hence kOutgrowsAbove;
+//   AVX2 (LB_CPU_ISA=avx2 on the same host, not on an AVX2-only CPU), batch 32: 1.09-1.77×.
+// Against conv2d.onednn.blocked (AVX-512, median of 3 runs) this took the depthwise cases at
+// ≥ 1.0× from 32 to 35 of 36; dw3 at batch 32 on 2 threads stays at 0.92×. Both kernels
+// move about the same bytes there (ours with y's read for ownership at ~37 GB/s, the 2-thread
+// DRAM read peak). Non-temporal y at stride 2, with the prefetch, 6 alternating pairs:
+// 0.92-1.07×, so it is still not used.
 //
 // AVX-512 (16 lanes, zmm): first written with 8 lanes everywhere. Prediction on the 2-core
 // AMD EPYC Zen 5 VM: its FMA rate on ymm is half that on zmm (measured there, 12 chains, 1
@@ -76,10 +96,29 @@ struct Shape {
   int64_t H = 0, W = 0, P = 0, Q = 0, S = 1, PH = 0, PW = 0;
   int64_t q_first = 0, q_end = 0;  // the interior outputs of a row: [q_first, q_end)
   // y stored non-temporally (no read for ownership of the lines it overwrites whole): at
-  // stride 1 when x and y together outgrow the caches (kStreamAbove).
+  // stride 1 when x and y together outgrow the caches (kOutgrowsAbove).
   bool stream = false;
+  // The input the next output row adds prefetched as each step is computed (prefetch_step()):
+  // when x and y outgrow the caches and input rows are at least kPrefetchMinRow pixels.
+  bool prefetch = false;
 };
-constexpr int64_t kStreamAbove = int64_t(8) << 20;  // bytes of x and y together
+constexpr int64_t kOutgrowsAbove = int64_t(8) << 20;  // bytes of x and y together
+constexpr int64_t kPrefetchMinRow = 16;
+
+// Software prefetch of the S input rows that output row p + 1 adds to p's (rows p·S - PH + 3
+// onwards; `next` points at the first), at the N·S columns from `col` that the step of N
+// outputs at input column col reads in p's rows: one row ahead, keeping pace with the
+// compute. Past the group's last row it reaches the next unit's first rows (units are
+// contiguous in x), or past x's end for the last one; a prefetch never faults. Addresses are
+// integers, as they may lie outside x.
+template <class I, int S, int N>
+inline void prefetch_step(uintptr_t next, int64_t W, int64_t col) {
+  constexpr int64_t kPixel = int64_t(sizeof(float)) * I::kLanes;
+  constexpr int kPixelsPerLine = kPixel >= 64 ? 1 : int(64 / kPixel);
+  for (int r = 0; r < S; ++r)
+    for (int c = 0; c < N * S; c += kPixelsPerLine)
+      _mm_prefetch(reinterpret_cast<const char*>(next + uintptr_t(kPixel * (W * r + col + c))), _MM_HINT_T0);
+}
 
 // One output whose taps may reach outside the row (input column col0 + s for tap s): the
 // taps outside skipped.
@@ -117,8 +156,12 @@ inline void group(const Shape& sh, const float* x, float* y, const float* wg, co
     int64_t q = 0;
     for (; q < std::min(sh.q_first, Q); ++q)
       edge_output<I, STREAM>(rows, q * S - sh.PW, W, wv, bg, relu, out + L * q);
-    for (; q + kStep <= sh.q_end; q += kStep)
+    const uintptr_t next =
+        reinterpret_cast<uintptr_t>(x) + uintptr_t(int64_t(sizeof(float)) * L * W * (p * S - sh.PH + 3));
+    for (; q + kStep <= sh.q_end; q += kStep) {
+      if (sh.prefetch) prefetch_step<I, S, kStep>(next, W, q * S - sh.PW);
       lane_outputs<I, S, kStep, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + L * q);
+    }
     if (q < sh.q_end) {
       lane_last_outputs<I, S, kStep - 1, STREAM>(rows, q * S - sh.PW, wv, bg, relu, out + L * q,
                                                  sh.q_end - q);
@@ -214,9 +257,10 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
     sh_.q_first = std::min(sh_.Q, ceil_div(sh_.PW, sh_.S));
     sh_.q_end = sh_.W + sh_.PW < 3 ? 0 : std::min(sh_.Q, (sh_.W + sh_.PW - 3) / sh_.S + 1);
     sh_.q_end = std::max(sh_.q_end, sh_.q_first);
-    sh_.stream =
-        sh_.S == 1 &&
-        int64_t(sizeof(float)) * sh_.N * L * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kStreamAbove;
+    const bool outgrows =
+        int64_t(sizeof(float)) * sh_.N * L * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kOutgrowsAbove;
+    sh_.stream = sh_.S == 1 && outgrows;
+    sh_.prefetch = outgrows && sh_.W >= kPrefetchMinRow;
     pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));
     const int64_t blocks = sh_.N * sh_.groups;
     x_ = AlignedBuffer<float>(size_t(blocks * L * sh_.H * sh_.W));
@@ -267,7 +311,7 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
 
   std::string details() const override {
     return std::string(sh_.L == Lanes16::kLanes ? "avx512, x and y nChw16c" : "avx2, x and y nChw8c") +
-           (sh_.stream ? ", y non-temporal" : "");
+           (sh_.stream ? ", y non-temporal" : "") + (sh_.prefetch ? ", x prefetched a row ahead" : "");
   }
 
   size_t scratch_bytes() const override {
