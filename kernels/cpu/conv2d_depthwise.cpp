@@ -126,7 +126,7 @@
 // Threads: the N·C planes split across the pool in contiguous ranges (C ≥ 32 planes at
 // batch 1, so both threads of 2 always have work); c8 splits its units (per image, the C/8
 // groups, then the channels past them if any) the same way, each thread with its own bands.
-// Tunables: L (the ISA's vector width), kPrefetchBytes (distance), kPrefetchAbove (when),
+// Tunables: L (the ISA's vector width), kPrefetchBytes (distance), kOutgrowsCachesBytes (when),
 // kRowsS1 / kRowsS2 (output rows per pass of the row-pass paths), kC8MaxPlane (where c8 is
 // used), kC8BandBytes (its bands).
 #include <algorithm>
@@ -298,7 +298,6 @@ constexpr int64_t kC8BandBytes = 24 << 10;
 // outgrow L3 (MobileNet batch ≥ 8) the hardware prefetchers alone left the row walk
 // latency-bound at ~10 GB/s, 3-4× below the ~35 GB/s one core streams from DRAM here.
 constexpr int64_t kPrefetchBytes = 8192;
-constexpr int64_t kPrefetchAbove = int64_t(8) << 20;  // bytes of x and y together
 inline void prefetch_ahead(const float* from, int64_t floats) {
   const char* p = reinterpret_cast<const char*>(from) + kPrefetchBytes;
   for (int64_t off = 0; off < floats * int64_t(sizeof(float)); off += 64)
@@ -321,9 +320,9 @@ Variant pick_avx2_rows(const Conv2d& c, int64_t P, int64_t Q) {
   return Variant::generic;
 }
 
-// Whether x and y together outgrow the caches (kPrefetchAbove): then the paths prefetch.
+// Whether x and y together outgrow the caches (kOutgrowsCachesBytes): then the paths prefetch.
 bool outgrows_caches(const Conv2d& c, int64_t P, int64_t Q) {
-  return int64_t(sizeof(float)) * c.mb * c.ic * (c.ih * c.iw + P * Q) > kPrefetchAbove;
+  return int64_t(sizeof(float)) * c.mb * c.ic * (c.ih * c.iw + P * Q) > kOutgrowsCachesBytes;
 }
 
 // c8 where it measured faster than the row-pass paths here (see the header): x and y in the

@@ -38,16 +38,16 @@
 // batch 32, bound by DRAM on the same bytes as oneDNN, is parity within this VM's noise).
 // Against the c8 path of conv2d.cpu.depthwise on the same planes (batch 1, 1 thread): dw13
 // 9.5 µs vs 26 µs, dw14 28 µs vs 52 µs — the transposes were most of its time, as predicted.
-// Non-temporal y (stride 1, x and y past kOutgrowsAbove), measured against plain stores in
+// Non-temporal y (stride 1, x and y past kOutgrowsCachesBytes), measured against plain stores in
 // alternating runs at batch 32: dw2 6.0 / 5.6 ms vs 6.9 / 8.0 (1 thread), dw4 and dw6 at 2
 // threads 5-30 % faster, dw8 / dw14 within the noise; at stride 2 (y a fifth of the bytes)
 // no gain (dw3 9.3 vs 8.3 ms), so it streams at stride 1 only. Software prefetch of the
 // input a row ahead + 2-64 KB, tried then on the Zen 3 VM: dw3 at batch 32 10-20 % slower
 // than the hardware prefetchers alone.
 //
-// Prefetch one output row ahead (prefetch_step(), x and y past kOutgrowsAbove, rows of ≥
+// Prefetch one output row ahead (prefetch_step(), x and y past kOutgrowsCachesBytes, rows of ≥
 // kPrefetchMinRow pixels). Seen on the 2-core Zen 5 VM: at batch 32, dw3 and dw5 (stride 2)
-// moved x and y at 19-29 GB/s against a DRAM read peak of 36-39 GB/s, and dw3 at batch 1 ran
+// moved x and y at 17-29 GB/s against a DRAM read peak of 36-39 GB/s, and dw3 at batch 1 ran
 // 4.4× faster per image (1 thread), so the row walk waited on memory latency, not bandwidth.
 // Each step of kStep outputs now prefetches the S input rows that the next output row adds,
 // at the columns the step reads. Measured there, the same build with the prefetch on and off
@@ -57,13 +57,16 @@
 //   in the same runs the cases where it stays off, as the control: 0.89-1.23×;
 //   14- and 7-pixel rows (dw8, dw13, dw14 at batch 32) with it on, 3 pairs: 0.87-1.04×,
 //   so no gain there, hence kPrefetchMinRow;
-//   batch 1 (in the caches) with it on, 2 pairs: 0.65-1.19×, hence kOutgrowsAbove;
+//   batch 1 (in the caches) with it on, 2 pairs: 0.65-1.19×, hence kOutgrowsCachesBytes;
 //   AVX2 (LB_CPU_ISA=avx2 on the same host, not on an AVX2-only CPU), batch 32: 1.09-1.77×.
 // Against conv2d.onednn.blocked (AVX-512, median of 3 runs) this took the depthwise cases at
-// ≥ 1.0× from 32 to 35 of 36; dw3 at batch 32 on 2 threads stays at 0.92×. Both kernels
-// move about the same bytes there (ours with y's read for ownership at ~37 GB/s, the 2-thread
-// DRAM read peak). Non-temporal y at stride 2, with the prefetch, 6 alternating pairs:
-// 0.92-1.07×, so it is still not used.
+// ≥ 1.0× from 32 to 35 of 36; dw3 at batch 32 on 2 threads stays at 0.92×: ours moved x and y
+// at 32-37 GB/s there (39-45 counting y's read for ownership; the read probe gives 38.7, the
+// triad 52), oneDNN at 34-38. Non-temporal y at stride 2, with the prefetch, 6 alternating
+// pairs: 0.92-1.07×, so it is still not used. Why one row ahead, in time ÷ one row's on
+// the stride-2 batch-32 cases: 2 rows ahead (2 pairs) dw3 1.07-1.26, dw7 on 2 threads
+// 0.63-0.85; 3 rows ahead (3 pairs) 0.80-1.26, median ~1.1; the L2 hint (T1) instead of T0
+// 1.06-1.63 in all 18 pairs.
 //
 // AVX-512 (16 lanes, zmm): first written with 8 lanes everywhere. Prediction on the 2-core
 // AMD EPYC Zen 5 VM: its FMA rate on ymm is half that on zmm (measured there, 12 chains, 1
@@ -96,13 +99,12 @@ struct Shape {
   int64_t H = 0, W = 0, P = 0, Q = 0, S = 1, PH = 0, PW = 0;
   int64_t q_first = 0, q_end = 0;  // the interior outputs of a row: [q_first, q_end)
   // y stored non-temporally (no read for ownership of the lines it overwrites whole): at
-  // stride 1 when x and y together outgrow the caches (kOutgrowsAbove).
+  // stride 1 when x and y together outgrow the caches (kOutgrowsCachesBytes).
   bool stream = false;
   // The input the next output row adds prefetched as each step is computed (prefetch_step()):
   // when x and y outgrow the caches and input rows are at least kPrefetchMinRow pixels.
   bool prefetch = false;
 };
-constexpr int64_t kOutgrowsAbove = int64_t(8) << 20;  // bytes of x and y together
 constexpr int64_t kPrefetchMinRow = 16;
 
 // Software prefetch of the S input rows that output row p + 1 adds to p's (rows p·S - PH + 3
@@ -257,8 +259,8 @@ class CpuConv2dDepthwiseBlocked final : public Kernel {
     sh_.q_first = std::min(sh_.Q, ceil_div(sh_.PW, sh_.S));
     sh_.q_end = sh_.W + sh_.PW < 3 ? 0 : std::min(sh_.Q, (sh_.W + sh_.PW - 3) / sh_.S + 1);
     sh_.q_end = std::max(sh_.q_end, sh_.q_first);
-    const bool outgrows =
-        int64_t(sizeof(float)) * sh_.N * L * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) > kOutgrowsAbove;
+    const bool outgrows = int64_t(sizeof(float)) * sh_.N * L * sh_.groups * (sh_.H * sh_.W + sh_.P * sh_.Q) >
+                          kOutgrowsCachesBytes;
     sh_.stream = sh_.S == 1 && outgrows;
     sh_.prefetch = outgrows && sh_.W >= kPrefetchMinRow;
     pool_ = std::make_unique<Pool>(std::max(1, ctx.threads));

@@ -13,6 +13,11 @@
 
 namespace lb::cpu {
 
+// Bytes of x and y together past which a depthwise layer is taken to have outgrown the
+// caches (batch 32 of MobileNet's layers; batch 1 stays below): both depthwise kernels then
+// prefetch the input and (stride 1) store y non-temporally.
+constexpr int64_t kOutgrowsCachesBytes = int64_t(8) << 20;
+
 // 8 channels in a ymm register (AVX2). Outputs per step of lane_outputs() by stride (9
 // weights, ≤ 6 accumulators and the loaded input: ≤ 16 vector registers). Measured on the
 // AVX2 host: stride 2, 6 ahead of 4 (dw13 0.53-0.59× → 0.69-0.70× of oneDNN, 1 thread);
