@@ -38,7 +38,9 @@ class Peaks {
   // Loads the cache or measures what is missing for these thread counts — and the GPU's
   // peaks when `gpu` — and saves. A cached peak that is not plausible (not positive, or
   // above what the CPU's instructions allow at 6 GHz on every core) is measured again,
-  // as is one on fewer threads well below its share of one on more (remeasure_below_share);
+  // as is one on fewer threads well below its share of one on more, and a compute peak on
+  // more threads well below as many times the rate per thread on fewer, kept as contended
+  // where it stays so (remeasure_inconsistent);
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
   // A contended cached peak is measured again when the machine is quiet now, unless
