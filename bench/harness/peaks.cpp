@@ -694,7 +694,7 @@ bool have(const std::vector<Peak>& peaks, const std::string& kind, int threads) 
 // hold cases to it; a quiet run measures it again). On that VM, the int8 peak on 2 threads
 // once read 944 GOP/s beside 932 on 1 (2,080 in a quiet hour), with each thread's CPU time
 // the whole wall time: the VM's two vCPUs shared one physical core for a while, which the
-// guest cannot see. Cases read 151-179 % of it. Returns whether any was measured again.
+// guest cannot see. Cases read 123-179 % of it. Returns whether any was measured again.
 bool remeasure_inconsistent(std::vector<Peak>& peaks, const std::vector<Loop>& loops,
                             const std::vector<std::pair<std::string, int>>& fresh,
                             const std::function<bool()>& stopping) {
@@ -732,7 +732,7 @@ bool remeasure_inconsistent(std::vector<Peak>& peaks, const std::vector<Loop>& l
       if (least == 0) continue;
       std::fprintf(stderr,
                    "layerbench: the %s peak on %d threads (%.1f GFLOP/s) is below %.0f %% of %d times the "
-                   "one-thread rate (%.1f); measuring it again\n",
+                   "rate per thread on fewer (%.1f); measuring it again\n",
                    loop.kind.c_str(), many.threads, many.ops_per_second / 1e9, 100 * kLeastScaling,
                    many.threads, least / kLeastScaling / 1e9);
       Peak remeasured = measure(loop, many.threads);
