@@ -60,6 +60,16 @@
 // conv2d.onednn.blocked after, 0.95-0.97× and 0.89-0.91×. (The 8-row edge tile merging by
 // masked loads instead of a blend: its share of AlexNet conv1's perf samples 11 % → 21 %,
 // the layer as a whole 1.01×.)
+// The padded copy at width stride 2 and 4 (AVX-512): it was 7 % of AlexNet conv1's timed
+// samples at 1 thread on the Zen 5 VM, one strided element at a time, and at 2 threads the
+// split by channels gave one thread 2 of the 3. Now 16 elements of every phase come from
+// 16·SW columns by permutes (phase_split_avx512) and the threads split (channel, row)
+// pairs: predicted ≤ 1.06× at 1 thread, ≤ 1.1× at 2. Measured on the 2-core AMD EPYC Zen 5
+// VM (old and new alternately, 3 runs; results/cpu-zen5-2core/2026-12-03_conv-phase-split),
+// old ÷ new at 1 / 2 threads: AlexNet conv1 batch 1 1.05× / 1.04×, batch 8 1.06× / 1.17×,
+// MobileNet v1's conv1 (stride 2) 1.11× / 1.11×; res3x3 (stride 1, only the split changed)
+// 1.06× / 0.98×, the noise band. AlexNet conv1 batch 1 against conv2d.onednn.blocked in
+// the same runs: 0.83× / 0.80× before, 0.85× / 0.87× after.
 // Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
 // is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
 // the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:
@@ -386,6 +396,10 @@ class ImplicitGemmConv final : public Kernel {
           std::copy(row, row + IW, dst + cv_.pw);
           continue;
         }
+        if (isa_ == Isa::avx512 && (SW == 2 || SW == 4)) {  // by permutes (see the header)
+          phase_split_avx512(row, IW, cv_.pw, int(SW), phase_w_, dst, phase);
+          continue;
+        }
         // Phase p holds padded columns p, p + SW, …: input columns w0 + j·SW, w0 = p − PW,
         // of which j in [lo, hi) are in the input (measured: a bounds test per element took
         // 10 % of AlexNet conv1's time on AVX2).
@@ -518,8 +532,14 @@ class ImplicitGemmConv final : public Kernel {
     const int64_t IH = cv_.ih, P = cv_.oh() * cv_.ow();
     float* pad = padded_.data();
     pool_->run([&](int tid, int threads) {
-      const Range part = split(cv_.ic, 1, tid, threads);
-      pad_rows(x, pad, part.first, part.last, 0, IH);
+      // The image's (channel, row) pairs split evenly: split by channels, AlexNet conv1's
+      // 3 left one of 2 threads two thirds of the rows.
+      const Range part = split(cv_.ic * IH, 1, tid, threads);
+      for (int64_t i = part.first; i < part.last;) {
+        const int64_t c = i / IH, h0 = i % IH, h1 = std::min(IH, h0 + part.last - i);
+        pad_rows(x, pad, c, c + 1, h0, h1);
+        i += h1 - h0;
+      }
     });
     const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = int64_t(offsets_.size());
     const Tile t = f32_tile(isa_);

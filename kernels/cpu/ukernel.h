@@ -49,6 +49,13 @@ void ukr_u8s8_avx512_row(const UkArgs& u, int64_t bstride);  // u8 · s8 (vpdpbu
 // pixels-as-rows pointwise product's Cᵀ into y's channel rows).
 void transpose_f32_avx512(const float* s, int64_t lds, int64_t rows, int64_t k0, int64_t k1, float* d,
                           int64_t ldd);
+// One input row of iw floats into its sw phase rows (sw 2 or 4, the indirect convolution's
+// padded image split along W): phase p's element j is row[j·sw + p − pw], zero where that
+// lies outside the row, for j < phase_w; phase p at dst + p·phase_stride. A block of 16
+// elements of every phase from 16·sw consecutive columns: sw loads and 1 (sw 2) or 3 (sw 4)
+// permutes per phase, against a strided copy of one element at a time.
+void phase_split_avx512(const float* row, int64_t iw, int64_t pw, int sw, int64_t phase_w, float* dst,
+                        int64_t phase_stride);
 void ukr_f32_scalar(const UkArgs& u);
 
 }  // namespace lb::cpu

@@ -888,6 +888,47 @@ void transpose_f32_avx512(const float* s, int64_t lds, int64_t rows, int64_t k0,
   }
 }
 
+namespace {
+// Columns [w, w + 16) of a row of iw floats, zero outside it (no address outside the row
+// is formed).
+inline __m512 row_part(const float* row, int64_t iw, int64_t w) {
+  if (w >= 0 && w + 16 <= iw) return _mm512_loadu_ps(row + w);
+  const int64_t lo = std::clamp<int64_t>(-w, 0, 16), hi = std::clamp<int64_t>(iw - w, lo, 16);
+  if (hi == lo) return _mm512_setzero_ps();
+  // Lanes [lo, hi) from the hi - lo floats at row + w + lo (an expanding load).
+  return _mm512_maskz_expandloadu_ps(__mmask16(((1u << hi) - 1) & ~((1u << lo) - 1)), row + w + lo);
+}
+}  // namespace
+
+void phase_split_avx512(const float* row, int64_t iw, int64_t pw, int sw, int64_t phase_w, float* dst,
+                        int64_t phase_stride) {
+  // idx[p]: lanes i < 32 / sw pick element p + i·sw of two registers (32 elements).
+  __m512i idx[4];
+  for (int p = 0; p < 4; ++p) {
+    alignas(64) int32_t v[16];
+    for (int i = 0; i < 16; ++i)
+      v[i] = (p + i * sw) & 31;
+    idx[p] = _mm512_load_si512(v);
+  }
+  for (int64_t j = 0; j < phase_w; j += 16) {
+    const int64_t w0 = j * sw - pw;
+    const int n = int(std::min<int64_t>(16, phase_w - j));
+    const __mmask16 keep = __mmask16(n == 16 ? 0xffff : (1u << n) - 1);
+    const __m512 v0 = row_part(row, iw, w0), v1 = row_part(row, iw, w0 + 16);
+    if (sw == 2) {
+      for (int p = 0; p < 2; ++p)
+        _mm512_mask_storeu_ps(dst + p * phase_stride + j, keep, _mm512_permutex2var_ps(v0, idx[p], v1));
+      continue;
+    }
+    const __m512 v2 = row_part(row, iw, w0 + 32), v3 = row_part(row, iw, w0 + 48);
+    for (int p = 0; p < 4; ++p) {
+      // 8 of phase p from v0:v1 and 8 from v2:v3, then their low halves side by side.
+      const __m512 a = _mm512_permutex2var_ps(v0, idx[p], v1), b = _mm512_permutex2var_ps(v2, idx[p], v3);
+      _mm512_mask_storeu_ps(dst + p * phase_stride + j, keep, _mm512_shuffle_f32x4(a, b, 0x44));
+    }
+  }
+}
+
 void ukr_f32_avx512_row(const UkArgs& u, int64_t bstride) {
   row_kernel<Kind::f32>(u, bstride);
 }
