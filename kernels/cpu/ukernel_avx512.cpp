@@ -902,14 +902,19 @@ inline __m512 row_part(const float* row, int64_t iw, int64_t w) {
 
 void phase_split_avx512(const float* row, int64_t iw, int64_t pw, int sw, int64_t phase_w, float* dst,
                         int64_t phase_stride) {
-  // idx[p]: lanes i < 32 / sw pick element p + i·sw of two registers (32 elements).
+  // kPick[sw / 4][p]: lanes i < 32 / sw pick element p + i·sw of two registers (32
+  // elements); the lanes past them repeat the first ones, unused.
+  static constexpr auto kPick = [] {
+    std::array<std::array<std::array<int32_t, 16>, 4>, 2> t{};
+    for (int s = 0; s < 2; ++s)
+      for (int p = 0; p < 4; ++p)
+        for (int i = 0; i < 16; ++i)
+          t[size_t(s)][size_t(p)][size_t(i)] = (p + i * (s == 0 ? 2 : 4)) & 31;
+    return t;
+  }();
   __m512i idx[4];
-  for (int p = 0; p < 4; ++p) {
-    alignas(64) int32_t v[16];
-    for (int i = 0; i < 16; ++i)
-      v[i] = (p + i * sw) & 31;
-    idx[p] = _mm512_load_si512(v);
-  }
+  for (int p = 0; p < 4; ++p)
+    idx[p] = _mm512_loadu_si512(kPick[size_t(sw / 4)][size_t(p)].data());
   for (int64_t j = 0; j < phase_w; j += 16) {
     const int64_t w0 = j * sw - pw;
     const int n = int(std::min<int64_t>(16, phase_w - j));
