@@ -65,14 +65,12 @@
 // split by channels gave one thread 2 of the 3. Now 16 elements of every phase come from
 // 16·SW columns by permutes (phase_split_avx512) and the threads split (channel, row)
 // pairs: predicted ≤ 1.06× at 1 thread, ≤ 1.1× at 2. Measured on the 2-core AMD EPYC Zen 5
-// VM (old and new alternately, 3 runs; results/cpu-zen5-2core/2026-12-03_conv-phase-split),
-// old ÷ new at 1 / 2 threads: AlexNet conv1 batch 1 1.05× / 1.04×, batch 8 1.06× / 1.17×,
-// MobileNet v1's conv1 (stride 2) 1.11× / 1.11×; res3x3 (stride 1, only the split changed)
-// 1.06× / 0.98×, the noise band. The landed build and this one alternately (3 runs, the
-// permute indices a constant table by then): AlexNet conv1 batch 1 1.11× / 1.14×, batch 8
-// 1.10× / 1.18×, MobileNet conv1 1.28× / 1.28×, res3x3 1.05× / 1.00×; AlexNet conv1 batch 1
-// against conv2d.onednn.blocked 0.83× / 0.80× before, 0.92× / 0.85× after. More than
-// predicted at 1 thread, from a 7 % share in one perf run; not profiled further.
+// VM, the build before and this one alternately, 3 runs
+// (results/cpu-zen5-2core/2026-12-03_conv-phase-split), old ÷ new at 1 / 2 threads: AlexNet
+// conv1 batch 1 1.11× / 1.14×, batch 8 1.10× / 1.18×, MobileNet v1's conv1 (stride 2) 1.28× /
+// 1.28×, res3x3 (stride 1, only the split changed: the noise band) 1.05× / 1.00×; AlexNet
+// conv1 batch 1 against conv2d.onednn.blocked 0.83× / 0.80× before, 0.92× / 0.85× after.
+// More than predicted at 1 thread, from a 7 % share in one perf run; not profiled further.
 // Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
 // is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
 // the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:

@@ -896,7 +896,7 @@ inline __m512 row_part(const float* row, int64_t iw, int64_t w) {
   const int64_t lo = std::clamp<int64_t>(-w, 0, 16), hi = std::clamp<int64_t>(iw - w, lo, 16);
   if (hi == lo) return _mm512_setzero_ps();
   // Lanes [lo, hi) from the hi - lo floats at row + w + lo (an expanding load).
-  return _mm512_maskz_expandloadu_ps(__mmask16(((1u << hi) - 1) & ~((1u << lo) - 1)), row + w + lo);
+  return _mm512_maskz_expandloadu_ps(__mmask16(masks(int(hi)).lo & ~masks(int(lo)).lo), row + w + lo);
 }
 }  // namespace
 
@@ -917,8 +917,7 @@ void phase_split_avx512(const float* row, int64_t iw, int64_t pw, int sw, int64_
     idx[p] = _mm512_loadu_si512(kPick[size_t(sw / 4)][size_t(p)].data());
   for (int64_t j = 0; j < phase_w; j += 16) {
     const int64_t w0 = j * sw - pw;
-    const int n = int(std::min<int64_t>(16, phase_w - j));
-    const __mmask16 keep = __mmask16(n == 16 ? 0xffff : (1u << n) - 1);
+    const __mmask16 keep = masks(int(std::min<int64_t>(16, phase_w - j))).lo;
     const __m512 v0 = row_part(row, iw, w0), v1 = row_part(row, iw, w0 + 16);
     if (sw == 2) {
       for (int p = 0; p < 2; ++p)
