@@ -134,6 +134,16 @@ std::optional<bool> switch_value(std::string v) {
   return std::nullopt;
 }
 
+// --benchmark_min_time=SECONDS as a number, or nullopt where it is none (Google Benchmark
+// rejects such a flag, and says why, before anything runs).
+std::optional<double> min_time_seconds(const std::string& flag) {
+  const std::string value = flag.substr(flag.find('=') + 1);
+  double s = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), s);
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
+  return s;
+}
+
 // Google Benchmark's flags go through its own parser (run.cpp), which rejects unknown
 // ones and malformed values. Checked here: values it would accept and then crash on or
 // quietly ignore, and the flags that would break what a results file promises.
@@ -180,8 +190,10 @@ bench::Repetitions parse_repetitions(const Args& a, const std::vector<std::strin
     r.max = int(positive("repetitions", mm[1]));
     if (r.min > r.max) throw Error("--repetitions " + *v + ": MIN is larger than MAX");
   }
-  for (const std::string& f : gbench)
+  for (const std::string& f : gbench) {  // our default first, the user's after it: the last wins
     r.fixed |= f.rfind("--benchmark_repetitions=", 0) == 0;
+    if (f.rfind("--benchmark_min_time=", 0) == 0) r.min_time_s = min_time_seconds(f).value_or(r.min_time_s);
+  }
   return r;
 }
 

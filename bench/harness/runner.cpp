@@ -74,7 +74,8 @@ struct Progress {
   int64_t repetition_iterations = 0;     // the iteration count they ran
   double timed_seconds = 0;              // all timed work so far
   bool repetitions_done = false;
-  bool looped = false;  // a call of this case has entered Google Benchmark's loop
+  bool reported = false;  // a call Google Benchmark reports has run: its iteration probes are over
+  bool looped = false;    // a call of this case has entered Google Benchmark's loop
 };
 
 Progress& progress(const Case& c) {
@@ -229,11 +230,19 @@ Timed timed_loop(benchmark::State& state, Active& a) {
 }
 
 // Google Benchmark's first repetition probes for an iteration count with calls of
-// growing length that are not reported; its last call and every later repetition run
-// the same count. So the repetitions are the calls with the latest call's count.
+// growing length that are not reported: it reports the first call that lasted
+// --benchmark_min_time or ran its cap of 10^9 iterations (1.7's ShouldReportIterationResults;
+// warm-up calls, --benchmark_min_warmup_time, come before and are not reported either).
+// Every later repetition runs that call's count. So the repetitions are the calls from
+// the first reported one on, with the latest call's count; a stop is decided only there
+// (with --repetitions 1,N a probe call taken for the one repetition left the reported
+// call idle: 10^9 iterations at a picosecond).
 void count_repetition(benchmark::State& state, Case& c, double seconds, const Repetitions& r) {
+  constexpr int64_t kMaxIterations = 1000000000;  // Google Benchmark's, internal to it
   Progress& p = progress(c);
   p.timed_seconds += seconds;
+  p.reported |= seconds >= r.min_time_s || int64_t(state.iterations()) >= kMaxIterations;
+  if (!p.reported) return;
   if (int64_t(state.iterations()) != p.repetition_iterations) {
     p.repetition_iterations = int64_t(state.iterations());
     p.repetition_means.clear();

@@ -46,6 +46,10 @@ struct Repetitions {
   int min = 3, max = 20;     // repetitions kept, whatever the noise
   double cap_seconds = 2.0;  // stop once this much timed work is done (and min reached)
   bool fixed = false;        // --benchmark_repetitions given: exactly that many, as asked
+  // Google Benchmark's --benchmark_min_time: a call of a case's first repetition shorter
+  // than this (and under its 10^9 iteration cap) is a probe for the iteration count, not
+  // reported, so no repetition.
+  double min_time_s = 0.1;
 };
 
 struct RunOptions {

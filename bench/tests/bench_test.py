@@ -225,6 +225,19 @@ with tempfile.TemporaryDirectory() as tmp:
         check(stop == "rse" and rse <= 2 or stop == "cap" and (len(reps) == 8 or rse > 2),
               f"stopped for {stop!r} at {len(reps)} repetitions, rse {rse:.2f} %")
 
+    # One repetition (--repetitions 1,N) is the call Google Benchmark reports, which lasted
+    # --benchmark_min_time, never one of its shorter calls that probe for the iteration
+    # count (that left the reported call idle: 10^9 iterations at a picosecond each).
+    for most in (1, 3):
+        one = os.path.join(tmp, f"one{most}.json")
+        run("run", "--problem", "dense mb=16 ic=256 oc=256", "--backend", "ref", "--benchmark_min_time=0.01",
+            "--repetitions", f"1,{most}", "--case-time", "0.01", "--out", one)
+        reps = [r for r in runs_of(load(one)) if r["run_type"] == "iteration"]
+        check(1 <= len(reps) <= most and all(r["iterations"] * r["real_time"] >= 0.01e6 for r in reps)
+              and all(0.2 < r["real_time"] / statistics.mean(times or [1]) < 5 for r in reps),
+              f"--repetitions 1,{most}: {[(r['iterations'], r['real_time']) for r in reps]} against "
+              f"the adaptive run's {statistics.mean(times or [0]):.3g} us")
+
     # --benchmark_enable_random_interleaving: every case's repetitions shuffled among the
     # others' (cases finish in another order than listed), each case set up again when its
     # turn comes and verified once; the adaptive stop and the aggregates work as above.
