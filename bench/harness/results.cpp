@@ -403,16 +403,19 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
   if (runs[0].error_occurred) {
     line << runs[0].error_message;
   } else {
-    std::vector<double> times;
+    // The median repetition (the upper one of an even count): its time and its own rates,
+    // so that GFLOP/s and % of peak are the time's (the last repetition's differ by its noise).
+    std::vector<const Run*> sorted;
     for (const Run& r : runs)
-      times.push_back(r.GetAdjustedRealTime());
-    std::sort(times.begin(), times.end());
-    const Run& last = runs.back();
-    auto counter = [&last](const char* key) {
-      auto it = last.counters.find(key);
-      return it == last.counters.end() ? -1.0 : double(it->second.value);
+      sorted.push_back(&r);
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Run* a, const Run* b) { return a->GetAdjustedRealTime() < b->GetAdjustedRealTime(); });
+    const Run& mid = *sorted[sorted.size() / 2];
+    auto counter = [&mid](const char* key) {
+      auto it = mid.counters.find(key);
+      return it == mid.counters.end() ? -1.0 : double(it->second.value);
     };
-    line << cli::fixed(times[times.size() / 2], 1) << " " << benchmark::GetTimeUnitString(last.time_unit)
+    line << cli::fixed(mid.GetAdjustedRealTime(), 1) << " " << benchmark::GetTimeUnitString(mid.time_unit)
          << "  " << cli::fixed(counter("lb_flop_per_s") / 1e9, 1) << " GFLOP/s";
     if (counter("lb_pct_peak") >= 0) line << "  " << cli::fixed(counter("lb_pct_peak"), 0) << "% of peak";
     if (counter("lb_pct_bw") >= 0) line << "  " << cli::fixed(counter("lb_pct_bw"), 0) << "% of bandwidth";
@@ -707,23 +710,33 @@ std::string cpu_gpu_table(const std::vector<Json>& runs) {
   };
   std::map<std::string, Row> rows;  // key: label (the canonical problem line)
   std::vector<std::string> order;
+  std::map<std::string, std::vector<double>> times;  // key: lb_case; its repetitions' times
+  std::vector<const Json*> first;                    // each case's first repetition
   for (const Json& r : runs) {
     if (r.value("error_occurred", false) || r.value("run_type", "") != "iteration") continue;
-    const std::string id = r.value("lb_case", "").substr(0, r.value("lb_case", "").find('/'));
+    auto& t = times[r.value("lb_case", "")];
+    if (t.empty()) first.push_back(&r);
+    t.push_back(r.value("real_time", 0.0));
+  }
+  for (const Json* r : first) {
+    const std::string c = r->value("lb_case", "");
+    const std::string id = c.substr(0, c.find('/'));
     const KernelEntry* k = registry().find(id);
     if (!k) continue;
-    const std::string label = r.value("label", "");
+    const std::string label = r->value("label", "");
     auto [it, inserted] = rows.try_emplace(label);
     if (inserted) {
       order.push_back(label);
-      const std::string c = r.value("lb_case", "");
       const size_t a = c.find('/'), b = c.find('/', a + 1), d = c.find('/', b + 1);
       it->second.dtype = c.substr(a + 1, b - a - 1);
       it->second.problem = c.substr(b + 1, d - b - 1);
     }
+    // The case's median repetition, as its progress line gives it.
+    std::vector<double>& t = times[c];
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    const double median = t[t.size() / 2];
     Best& best = k->info.device == Device::gpu ? it->second.gpu : it->second.cpu;
-    const double t = r.value("real_time", 0.0);
-    if (best.kernel.empty() || t < best.time) best = {t, id, r.value("time_unit", "")};
+    if (best.kernel.empty() || median < best.time) best = {median, id, r->value("time_unit", "")};
   }
   cli::Table t({"problem", "dt", "fastest CPU kernel", "time", "fastest GPU kernel", "time", "GPU speed-up"},
                {true, true, true, false, true, false, false});

@@ -152,7 +152,8 @@ void write_json_atomically(const std::string& path, const Json& j);
 void merge_results(const std::string& out, const std::vector<std::string>& inputs, bool force);
 
 // The compact table printed at the end of a run: per problem and dtype, the fastest CPU
-// and GPU kernel and the GPU's speed-up.
+// and GPU kernel by their median repetition (as the progress lines give it) and the GPU's
+// speed-up.
 std::string cpu_gpu_table(const std::vector<Json>& runs);
 
 }  // namespace lb::bench

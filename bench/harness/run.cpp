@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "bench/cli/args.h"
@@ -182,6 +183,32 @@ std::string gbench_value(const std::vector<std::string>& gbench, const std::stri
   for (const std::string& f : gbench)
     if (f.rfind("--" + flag + "=", 0) == 0) value = f.substr(flag.size() + 3);
   return value;
+}
+
+// --benchmark_filter applied to the case list itself, as Google Benchmark applies it to
+// what it runs (an extended regular expression searched for in the full name, a leading
+// "-" negating it; "" and "all" match every case), so that --list, the peaks, the warm-up
+// and the progress lines' total and ETA are those of the cases that run. A filter that is
+// no regular expression, or matches no case, is bad input (Google Benchmark says so and
+// runs nothing, exit 0).
+std::vector<Case> filtered(std::vector<Case> all, const std::string& filter) {
+  if (filter.empty() || filter == "all") return all;
+  const bool negative = filter[0] == '-';
+  std::regex re;
+  try {
+    re = std::regex(negative ? filter.substr(1) : filter, std::regex::extended);
+  } catch (const std::regex_error& e) {
+    throw Error("--benchmark_filter=" + filter + ": not a regular expression (" + e.what() + ")");
+  }
+  const size_t n = all.size();
+  // Google Benchmark's full name: ours and the time types that register_cases() sets.
+  std::erase_if(all, [&](const Case& c) {
+    return std::regex_search(c.name + "/process_time/manual_time", re) == negative;
+  });
+  if (all.empty() && n > 0)
+    throw Error("--benchmark_filter=" + filter + ": matches none of the sweep's " + std::to_string(n) +
+                " cases (run --list without it lists them)");
+  return all;
 }
 
 template <class T, class F>
@@ -367,7 +394,9 @@ int run_command(const std::vector<std::string>& argv) {
   // any file is touched.
   cli::RunArgs args = cli::parse_run_args(argv);
   init_google_benchmark(args.gbench);
-  std::vector<Case> all = expand(args.spec);
+  std::vector<Case> all = filtered(expand(args.spec), gbench_value(args.gbench, "benchmark_filter"));
+  if (all.empty() && args.spec.shards == 1)  // a shard of a small sweep may be empty
+    throw Error("run: no cases: the kernels selected (--backend, --kernel) take none of the problems' ops");
   if (args.list) return list_cases(all);
   std::unique_ptr<RunLog> log;
   if (!args.out.empty()) log = std::make_unique<RunLog>(args.out, args.resume, args.overwrite);

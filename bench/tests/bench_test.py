@@ -208,8 +208,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # relative standard error is at most --rse or its time cap is reached, and says which;
     # only the repetitions that did work are written, and the aggregates are theirs.
     adaptive = os.path.join(tmp, "adaptive.json")
-    run("run", "--problem", "dense mb=16 ic=256 oc=256", "--backend", "ref", "--benchmark_min_time=0.01",
-        "--rse", "2", "--repetitions", "3,8", "--case-time", "0.5", "--out", adaptive)
+    said = run("run", "--problem", "dense mb=16 ic=256 oc=256", "--backend", "ref", "--benchmark_min_time=0.01",
+               "--rse", "2", "--repetitions", "3,8", "--case-time", "0.5", "--out", adaptive).stdout
     written = runs_of(load(adaptive))
     reps = [r for r in written if r["run_type"] == "iteration"]
     aggregates = {r["aggregate_name"]: r for r in written if r["run_type"] == "aggregate"}
@@ -224,6 +224,18 @@ with tempfile.TemporaryDirectory() as tmp:
         stop = reps[0].get("lb_stop")
         check(stop == "rse" and rse <= 2 or stop == "cap" and (len(reps) == 8 or rse > 2),
               f"stopped for {stop!r} at {len(reps)} repetitions, rse {rse:.2f} %")
+        # The progress line gives the median repetition: its time and its own GFLOP/s (not
+        # the last repetition's); the table at the end the same time.
+        median = sorted(times)[len(times) // 2]
+        flops = reps[0]["lb_flop_per_s"] * reps[0]["real_time"] * 1e-6
+        line = next((l for l in said.splitlines() if l.startswith("[1/1] ")), "")
+        fields = line.split()
+        shown = (float(fields[2]), float(fields[4])) if len(fields) > 4 else (0, 0)
+        check(abs(shown[0] - median) <= 0.051 and abs(shown[1] - flops / median / 1e3) <= 0.051 + 0.002 * shown[1],
+              f"the progress line {line!r} is not the median repetition's {median:.1f} us, "
+              f"{flops / median / 1e3:.1f} GFLOP/s")
+        check(any(l.startswith("mb16ic256oc256") and f" {median:.1f} us" in l for l in said.splitlines()),
+              f"the table does not give the median {median:.1f} us:\n{said[-600:]}")
 
     # One repetition (--repetitions 1,N) is the call Google Benchmark reports, which lasted
     # --benchmark_min_time, never one of its shorter calls that probe for the iteration

@@ -78,6 +78,19 @@ expect 2 "--benchmark_list_tests: not supported" -- "$lb" run --benchmark_list_t
 expect 2 "--benchmark_report_aggregates_only: not supported" -- "$lb" run --benchmark_report_aggregates_only=true
 expect 2 "--benchmark_min_tme=0.05: unrecognized Google Benchmark flag" -- "$lb" run --benchmark_min_tme=0.05 --list
 expect 2 "--benchmark_min_time=abc: rejected by Google Benchmark: .*double" -- "$lb" run --benchmark_min_time=abc --list
+# --benchmark_filter narrows the case list itself (--list, the total, the warm-up); a filter
+# that is no regular expression, or matches no case, and a sweep with no case are errors.
+one='dense mb=4 ic=8 oc=8'
+"$lb" run --problem "$one" --backend ref,cpu --benchmark_filter='-ref\.naive/' --list >"$tmp/filtered" 2>&1
+if grep -q 'ref\.naive' "$tmp/filtered" || ! grep -q . "$tmp/filtered"; then
+  failures=$((failures + 1))
+  echo "FAIL: run --benchmark_filter='-ref\.naive/' --list:"
+  sed 's/^/    /' "$tmp/filtered"
+fi
+expect 0 '^dense\.ref\.naive/f32/mb4ic8oc8/threads:1$' -- "$lb" run --problem "$one" --backend ref,cpu --benchmark_filter='^dense.ref.naive/.*manual_time$' --list
+expect 2 "--benchmark_filter=\(: not a regular expression" -- "$lb" run --problem "$one" --benchmark_filter='(' --list
+expect 2 "--benchmark_filter=nomatch: matches none of the sweep's [0-9]+ cases" -- "$lb" run --problem "$one" --benchmark_filter=nomatch
+expect 2 "run: no cases: the kernels selected \(--backend, --kernel\) take none" -- "$lb" run --problem "$one" --kernel conv2d.ref.naive
 expect 2 "--resume and --overwrite exclude each other" -- "$lb" run --out "$tmp/r.json" --resume --overwrite
 printf '{"context": {}, "benchmarks": []}\n' >"$tmp/r.json"
 printf '{"layerbench_settings": {"seed": "1"}}\n' >"$tmp/r.jsonl"
