@@ -357,10 +357,11 @@ void write_json_atomically(const std::string& path, const Json& j) {
 }
 
 Reporter::Reporter(RunLog* log, const std::vector<Case>& cases, std::vector<Json> previous, double noisy_cv,
-                   std::unique_ptr<benchmark::BenchmarkReporter> display)
+                   std::unique_ptr<benchmark::BenchmarkReporter> display, bool shuffled)
     : log_(log),
       total_(cases.size()),
       noisy_cv_(noisy_cv),
+      shuffled_(shuffled),
       runs_(std::move(previous)),
       display_(std::move(display)) {
   json_.SetOutputStream(&json_text_);
@@ -384,7 +385,11 @@ bool Reporter::ReportContext(const Context& context) {
   if (!display_) {
     GetOutputStream() << "layerbench run: " << total_ << " cases on "
                       << context_.value("layerbench_cpu_model", "?") << " ("
-                      << context_.value("layerbench_cpu_isa", "") << ")\n";
+                      << context_.value("layerbench_cpu_isa", "") << ")"
+                      << (shuffled_
+                              ? "; repetitions shuffled: the cases finish together near the end (no ETA)"
+                              : "")
+                      << "\n";
     if (context_.value("library_build_type", "") == "debug")
       GetOutputStream()
           << "note: this Google Benchmark library was built without NDEBUG (as Debian ships it); "
@@ -423,7 +428,7 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
          << "  host +" << cli::fixed(counter("lb_host_peak_bytes") / 1e6, 1) << " MB  " << status
          << (noisy ? " (noisy)" : "");
   }
-  line << "  [" << duration(elapsed) << ", ETA " << duration(eta) << "]\n";
+  line << "  [" << duration(elapsed) << (shuffled_ ? "" : ", ETA " + duration(eta)) << "]\n";
   GetOutputStream() << line.str() << std::flush;
 }
 

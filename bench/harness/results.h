@@ -93,8 +93,10 @@ class Reporter : public benchmark::BenchmarkReporter {
  public:
   // `cases` (with their notes, filled as they run) and `log` (null: no --out) must outlive
   // the reporter. `previous` are the runs a resume found, for the summary table.
+  // `shuffled`: the repetitions are shuffled among the cases, which then finish together
+  // near the end, so the progress lines give no ETA (it would extrapolate from the first).
   Reporter(RunLog* log, const std::vector<Case>& cases, std::vector<Json> previous, double noisy_cv,
-           std::unique_ptr<benchmark::BenchmarkReporter> display);
+           std::unique_ptr<benchmark::BenchmarkReporter> display, bool shuffled);
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
@@ -114,6 +116,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   size_t total_, done_ = 0;
   double noisy_cv_;
   double start_ = 0;
+  bool shuffled_;
   bool failed_ = false;
   std::vector<Json> runs_;
   std::map<std::string, double> cv_;  // per case, from its repetitions (aggregates come in a later call)

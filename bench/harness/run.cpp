@@ -345,7 +345,8 @@ void init_google_benchmark(const std::vector<std::string>& flags) {
 int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, RunLog* log) {
   std::vector<Json> previous;
   if (log) previous = log->previous().flat();
-  Reporter reporter(log, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench));
+  Reporter reporter(log, cases, std::move(previous), args.noisy_cv, display_reporter(args.gbench),
+                    args.interleaved);
   if (!cases.empty()) {
     use_honest_allocator();
     warm_up(cases);
