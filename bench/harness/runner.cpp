@@ -287,8 +287,8 @@ double host_peak(const Active& a) {
 //   at most DRAM x S / (S - C) (and at most L2's), which tends to DRAM's as S grows. Not
 //   DRAM's alone: part of it still hits. On the Zen 5 VM (32 MiB L3), MobileNet's dw2 at
 //   batch 32 (S = 3.1x the L3) read 122 % of the 1-thread DRAM peak (blocked depthwise
-//   kernel), 83 % of this ceiling; with L2's ceiling, which applied up to 4x the last
-//   level before, such cases read 6-23 %.
+//   kernel), 82 % of this ceiling; with L2's ceiling, which applied up to 4x the last
+//   level before, such cases read 5-23 %.
 // DRAM is the fastest of read, write and triad at the thread count (Peaks::bandwidth).
 std::optional<double> bandwidth_ceiling(const Case& c, const Model& m, const Peaks& peaks) {
   const bool gpu = c.kernel->info.device == Device::gpu;
