@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 
 #include "bench/cli/format.h"
 #include "bench/harness/machine.h"
@@ -164,6 +165,17 @@ long lock_holder(int fd) {
     if (dev_inode.substr(colon + 1) == std::to_string(st.st_ino)) return pid;
   }
   return 0;
+}
+
+// The median repetition of a case, by its times: the index of the upper middle one of an
+// even count (a repetition that ran, not the mean of two), as the progress line and the
+// end table both give it.
+size_t median_repetition(const std::vector<double>& times) {
+  std::vector<size_t> order(times.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::nth_element(order.begin(), order.begin() + ptrdiff_t(order.size() / 2), order.end(),
+                   [&times](size_t a, size_t b) { return times[a] < times[b]; });
+  return order[order.size() / 2];
 }
 
 }  // namespace
@@ -408,14 +420,12 @@ void Reporter::print_case(const std::vector<Run>& runs, const std::string& statu
   if (runs[0].error_occurred) {
     line << runs[0].error_message;
   } else {
-    // The median repetition (the upper one of an even count): its time and its own rates,
-    // so that GFLOP/s and % of peak are the time's (the last repetition's differ by its noise).
-    std::vector<const Run*> sorted;
+    // The median repetition: its time and its own rates, so that GFLOP/s and % of peak are
+    // the time's (the last repetition's differ by its noise).
+    std::vector<double> times;
     for (const Run& r : runs)
-      sorted.push_back(&r);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const Run* a, const Run* b) { return a->GetAdjustedRealTime() < b->GetAdjustedRealTime(); });
-    const Run& mid = *sorted[sorted.size() / 2];
+      times.push_back(r.GetAdjustedRealTime());
+    const Run& mid = runs[median_repetition(times)];
     auto counter = [&mid](const char* key) {
       auto it = mid.counters.find(key);
       return it == mid.counters.end() ? -1.0 : double(it->second.value);
@@ -737,9 +747,8 @@ std::string cpu_gpu_table(const std::vector<Json>& runs) {
       it->second.problem = c.substr(b + 1, d - b - 1);
     }
     // The case's median repetition, as its progress line gives it.
-    std::vector<double>& t = times[c];
-    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-    const double median = t[t.size() / 2];
+    const std::vector<double>& t = times[c];
+    const double median = t[median_repetition(t)];
     Best& best = k->info.device == Device::gpu ? it->second.gpu : it->second.cpu;
     if (best.kernel.empty() || median < best.time) best = {median, id, r->value("time_unit", "")};
   }

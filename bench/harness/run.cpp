@@ -201,10 +201,7 @@ std::vector<Case> filtered(std::vector<Case> all, const std::string& filter) {
     throw Error("--benchmark_filter=" + filter + ": not a regular expression (" + e.what() + ")");
   }
   const size_t n = all.size();
-  // Google Benchmark's full name: ours and the time types that register_cases() sets.
-  std::erase_if(all, [&](const Case& c) {
-    return std::regex_search(c.name + "/process_time/manual_time", re) == negative;
-  });
+  std::erase_if(all, [&](const Case& c) { return std::regex_search(benchmark_name(c), re) == negative; });
   if (all.empty() && n > 0)
     throw Error("--benchmark_filter=" + filter + ": matches none of the sweep's " + std::to_string(n) +
                 " cases (run --list without it lists them)");

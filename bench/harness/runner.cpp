@@ -480,4 +480,8 @@ void register_cases(std::vector<Case>& cases, const RunOptions& options) {
   }
 }
 
+std::string benchmark_name(const Case& c) {
+  return c.name + "/process_time/manual_time";  // MeasureProcessCPUTime(), UseManualTime()
+}
+
 }  // namespace lb::bench

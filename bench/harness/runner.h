@@ -74,6 +74,9 @@ inline constexpr const char* kBrokenReason = "not run: device context broken";
 // Registers every case with Google Benchmark (manual time, microseconds). The cases
 // must outlive the run: each carries its notes.
 void register_cases(std::vector<Case>& cases, const RunOptions& options);
+// The case's full name in Google Benchmark, as register_cases() registers it (the case's
+// name and the time types it sets): what --benchmark_filter is matched against.
+std::string benchmark_name(const Case& c);
 
 // Runs each distinct (kernel, dtype, threads) of the sweep once (its first case, or that
 // case at batch 1 when large), untimed and

@@ -262,6 +262,25 @@ with tempfile.TemporaryDirectory() as tmp:
     lines = [l for l in said.splitlines() if l.startswith("[")]
     check(lines and not any("ETA" in l for l in lines) and "no ETA" in said,
           f"a shuffled run's progress lines: {lines[:2]}")
+    # Each line's time and GFLOP/s are its case's median repetition's own (the upper middle
+    # one): the last repetition's GFLOP/s beside the median time differs by the noise.
+    reps_of = {}
+    for r in load(shuffled)["benchmarks"]:
+        if r["run_type"] == "iteration":
+            reps_of.setdefault(r["lb_case"], []).append(r)
+    compared = 0
+    for l in lines:
+        fields = l.split()
+        if len(fields) < 6 or fields[5] != "GFLOP/s" or fields[1] not in reps_of:
+            continue
+        rs = sorted(reps_of[fields[1]], key=lambda r: r["real_time"])
+        mid = rs[len(rs) // 2]
+        compared += 1
+        check(abs(float(fields[2]) - mid["real_time"]) <= 0.051
+              and abs(float(fields[4]) - mid["lb_flop_per_s"] / 1e9) <= 0.051,
+              f"{l!r}: the median repetition ran {mid['real_time']:.2f} us, "
+              f"{mid['lb_flop_per_s'] / 1e9:.2f} GFLOP/s")
+    check(compared >= 12, f"{compared} progress lines compared with their median repetition")
     doc = load(shuffled)
     check("shuffled among every case's" in doc["context"].get("layerbench_repetitions", "")
           and doc["context"].get("layerbench_repetitions_shuffled") == "true",
