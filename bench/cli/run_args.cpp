@@ -134,10 +134,9 @@ std::optional<bool> switch_value(std::string v) {
   return std::nullopt;
 }
 
-// --benchmark_min_time=SECONDS as a number, or nullopt where it is none (Google Benchmark
-// rejects such a flag, and says why, before anything runs).
-std::optional<double> min_time_seconds(const std::string& flag) {
-  const std::string value = flag.substr(flag.find('=') + 1);
+// --benchmark_min_time's value as seconds, or nullopt where it is no number (Google
+// Benchmark rejects such a flag, and says why, before anything runs).
+std::optional<double> min_time_seconds(const std::string& value) {
   double s = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), s);
   if (value.empty() || ec != std::errc() || end != value.data() + value.size()) return std::nullopt;
@@ -190,14 +189,19 @@ bench::Repetitions parse_repetitions(const Args& a, const std::vector<std::strin
     r.max = int(positive("repetitions", mm[1]));
     if (r.min > r.max) throw Error("--repetitions " + *v + ": MIN is larger than MAX");
   }
-  for (const std::string& f : gbench) {  // our default first, the user's after it: the last wins
-    r.fixed |= f.rfind("--benchmark_repetitions=", 0) == 0;
-    if (f.rfind("--benchmark_min_time=", 0) == 0) r.min_time_s = min_time_seconds(f).value_or(r.min_time_s);
-  }
+  r.fixed = !gbench_value(gbench, "benchmark_repetitions").empty();
+  r.min_time_s = min_time_seconds(gbench_value(gbench, "benchmark_min_time")).value_or(r.min_time_s);
   return r;
 }
 
 }  // namespace
+
+std::string gbench_value(const std::vector<std::string>& gbench, const std::string& flag) {
+  std::string value;
+  for (const std::string& f : gbench)
+    if (f.rfind("--" + flag + "=", 0) == 0) value = f.substr(flag.size() + 3);
+  return value;
+}
 
 RunArgs parse_run_args(const std::vector<std::string>& argv) {
   RunArgs r;

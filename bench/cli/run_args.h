@@ -29,6 +29,9 @@ struct RunArgs {
                                     // those that would break whole cases or the results file are refused)
 };
 RunArgs parse_run_args(const std::vector<std::string>& argv);
+// The last value given to Google Benchmark's --FLAG= in `gbench` (ours first, then the
+// user's), or "".
+std::string gbench_value(const std::vector<std::string>& gbench, const std::string& flag);
 extern const char* const kRunUsage;
 
 struct CheckArgs {

@@ -177,14 +177,6 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
     benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
 }
 
-// The last value given to a Google Benchmark flag (ours first, then the user's), or "".
-std::string gbench_value(const std::vector<std::string>& gbench, const std::string& flag) {
-  std::string value;
-  for (const std::string& f : gbench)
-    if (f.rfind("--" + flag + "=", 0) == 0) value = f.substr(flag.size() + 3);
-  return value;
-}
-
 // --benchmark_filter applied to the case list itself, as Google Benchmark applies it to
 // what it runs (an extended regular expression searched for in the full name, a leading
 // "-" negating it; "" and "all" match every case), so that --list, the peaks, the warm-up
@@ -240,15 +232,15 @@ Json run_settings(const cli::RunArgs& args) {
             {"shard", std::to_string(s.shard) + "/" + std::to_string(s.shards)},
             {"cache", args.cache},
             {"sync", joined(s.blocking_syncs, [](bool blocking) { return blocking ? "blocking" : "spin"; })},
-            {"benchmark_filter", gbench_value(args.gbench, "benchmark_filter")},
+            {"benchmark_filter", cli::gbench_value(args.gbench, "benchmark_filter")},
             {"seed", std::to_string(o.seed)},
             {"verify_macs", std::to_string(o.max_reference_macs)},
-            {"repetitions", r.fixed ? "fixed " + gbench_value(args.gbench, "benchmark_repetitions")
+            {"repetitions", r.fixed ? "fixed " + cli::gbench_value(args.gbench, "benchmark_repetitions")
                                     : "adaptive " + std::to_string(r.min) + "," + std::to_string(r.max)},
             {"rse_pct", cli::fixed(100 * r.rse_target, 3)},
             {"case_time_s", cli::fixed(r.cap_seconds, 3)},
-            {"benchmark_min_time", gbench_value(args.gbench, "benchmark_min_time")},
-            {"benchmark_min_warmup_time", gbench_value(args.gbench, "benchmark_min_warmup_time")},
+            {"benchmark_min_time", cli::gbench_value(args.gbench, "benchmark_min_time")},
+            {"benchmark_min_warmup_time", cli::gbench_value(args.gbench, "benchmark_min_warmup_time")},
             {"noisy_cv", cli::fixed(args.noisy_cv, 4)},
             {"machine", this_machine(args).name}};
   for (const auto& [key, value] : build_context())  // the build, not the machine
@@ -392,7 +384,7 @@ int run_command(const std::vector<std::string>& argv) {
   // any file is touched.
   cli::RunArgs args = cli::parse_run_args(argv);
   init_google_benchmark(args.gbench);
-  std::vector<Case> all = filtered(expand(args.spec), gbench_value(args.gbench, "benchmark_filter"));
+  std::vector<Case> all = filtered(expand(args.spec), cli::gbench_value(args.gbench, "benchmark_filter"));
   if (all.empty() && args.spec.shards == 1)  // a shard of a small sweep may be empty
     throw Error("run: no cases: the kernels selected (--backend, --kernel) take none of the problems' ops");
   if (args.list) return list_cases(all);
