@@ -27,10 +27,11 @@ Model model(const Problem& p) {
     }
   }
   m.macs = op.macs(p);
+  m.macs_on_input = op.macs_on_input ? op.macs_on_input(p) : m.macs;
   const double out = double(elements(output_dims(p)));
   m.dst_bytes = bytes(Arg::dst, out);
   m.relu_bytes = p.relu == Relu::separate ? bytes(Arg::relu_dst, out) : 0.0;
-  m.flops = 2.0 * double(m.macs);
+  m.flops = 2.0 * double(m.macs_on_input);
   m.min_bytes = m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;
   m.intensity = m.flops / m.min_bytes;
   m.inference_bytes = m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;

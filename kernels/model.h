@@ -1,8 +1,14 @@
 // The analytic model: the arithmetic users otherwise do by hand, per problem.
 //
 // MACs count multiply-adds of the layer's products only (1 MAC = the seed notes'
-// "flop"; FLOPs = 2·MACs): bias adds, activations and the LSTM cell's element-wise
-// work are not counted, as in the papers' tables. Bytes use each argument's storage
+// "flop"): bias adds, activations and the LSTM cell's element-wise work are not counted,
+// as in the papers' tables — and like them, a convolution's MACs count every filter tap,
+// those over the zero padding too. FLOPs are 2 × the MACs on the input, without those
+// (as oneDNN's benchdnn counts): they are the arithmetic the layer needs, so that no kernel
+// reads above 100 % of the peak for skipping products with zero (oneDNN's direct
+// convolutions skip them; on the 2-core AMD EPYC Zen 5 VM its AlexNet conv3 and conv4,
+// 13×13 with one pixel of padding, read 101-102 % of the f32 peak by every tap, 10 % of
+// which are over the padding; MobileNet's 7×7 layers 18 %). Bytes use each argument's storage
 // (storage_of). Parameters are an op's inputs without a batch axis, its input
 // activations the batched ones (the arguments its OpTraits declare); the MACs are the
 // op's own (kernels/ops/). Memory:
@@ -22,13 +28,14 @@ namespace lb {
 struct Model {
   int64_t params = 0;  // weights + biases
   double param_bytes = 0;
-  double src_bytes = 0;   // the layer's input activations (LSTM: with h0 and c0)
-  double dst_bytes = 0;   // the layer's output
-  double relu_bytes = 0;  // the extra output buffer of relu=separate
-  int64_t macs = 0;
-  double flops = 0;      // 2·MACs
-  double min_bytes = 0;  // every input read once, every output written once
-  double intensity = 0;  // FLOPs per byte of min_bytes
+  double src_bytes = 0;       // the layer's input activations (LSTM: with h0 and c0)
+  double dst_bytes = 0;       // the layer's output
+  double relu_bytes = 0;      // the extra output buffer of relu=separate
+  int64_t macs = 0;           // every product, as the papers count (a convolution's padding too)
+  int64_t macs_on_input = 0;  // those whose input element is inside the input (OpTraits)
+  double flops = 0;           // 2·macs_on_input: what rates, % of peak and intensity count
+  double min_bytes = 0;       // every input read once, every output written once
+  double intensity = 0;       // FLOPs per byte of min_bytes
   double inference_bytes = 0;
   double training_bytes = 0;
 };

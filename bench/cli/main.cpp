@@ -107,8 +107,9 @@ void print_problem_model(const Problem& p, bool as_json, bool training) {
               << ", \"params\": " << m.params << ", \"param_bytes\": " << m.param_bytes
               << ", \"src_bytes\": " << m.src_bytes << ", \"dst_bytes\": " << m.dst_bytes
               << ", \"relu_bytes\": " << m.relu_bytes << ", \"macs\": " << m.macs
-              << ", \"flops\": " << m.flops << ", \"min_bytes\": " << m.min_bytes
-              << ", \"intensity\": " << m.intensity << ", \"inference_bytes\": " << m.inference_bytes
+              << ", \"macs_on_input\": " << m.macs_on_input << ", \"flops\": " << m.flops
+              << ", \"min_bytes\": " << m.min_bytes << ", \"intensity\": " << m.intensity
+              << ", \"inference_bytes\": " << m.inference_bytes
               << ", \"training_bytes\": " << m.training_bytes << "}\n";
     return;
   }
@@ -121,7 +122,10 @@ void print_problem_model(const Problem& p, bool as_json, bool training) {
   t.add({"output MB", fixed(m.dst_bytes / kMB, 3)});
   if (p.relu == Relu::separate) t.add({"separate ReLU output MB", fixed(m.relu_bytes / kMB, 3)});
   t.add({"MACs", with_commas(m.macs)});
-  t.add({"FLOPs (2 x MACs)", with_commas(int64_t(m.flops))});
+  if (m.macs_on_input != m.macs)
+    t.add({"MACs on the input (padding left out)", with_commas(m.macs_on_input)});
+  t.add({m.macs_on_input != m.macs ? "FLOPs (2 x MACs on the input)" : "FLOPs (2 x MACs)",
+         with_commas(int64_t(m.flops))});
   t.add({"minimum bytes moved", with_commas(int64_t(m.min_bytes))});
   t.add({"arithmetic intensity (FLOP/B)", fixed(m.intensity, 2)});
   t.add({training ? "training memory MB" : "inference memory MB",

@@ -340,6 +340,7 @@ void set_counters(benchmark::State& state, const Active& a, const Timed& t, doub
   k["lb_pred_param_bytes"] = m.param_bytes;
   k["lb_pred_act_bytes"] = m.src_bytes + m.dst_bytes + m.relu_bytes;
   k["lb_pred_macs"] = double(m.macs);
+  k["lb_pred_macs_on_input"] = double(m.macs_on_input);
   k["lb_mistrusted"] = c.notes.status == Status::mistrusted ? 1 : 0;
   k["lb_batch"] = double(c.problem.batch());
   if (gpu) {

@@ -6,7 +6,7 @@
 // time only). Every call then times run() with the device's Timer (manual time), samples CPU
 // utilisation, tracks the resident high-water mark and sets the counters:
 //
-//   lb_flop_per_s     model FLOPs / mean time per run()     lb_bytes_per_s  minimum bytes / time
+//   lb_flop_per_s     model FLOPs (on the input) / mean time per run()   lb_bytes_per_s  minimum bytes / time
 //   lb_pct_peak       lb_flop_per_s / measured peak (dtype, threads), when one applies
 //   lb_cpu_util_avg   process CPU time / wall time over the timed loop (100 = one core)
 //   lb_cpu_util_peak  highest 10 ms sample of the same
@@ -15,7 +15,7 @@
 //   lb_host_peak_bytes  resident high-water mark above the pre-case baseline (also written as
 //                     Google Benchmark's max_bytes_used; no separate memory-manager run is made)
 //   lb_tensor_bytes   bytes of our tensors;  lb_scratch_bytes  what the kernel holds beyond them
-//   lb_pred_param_bytes, lb_pred_act_bytes, lb_pred_macs  the analytic model
+//   lb_pred_param_bytes, lb_pred_act_bytes, lb_pred_macs, lb_pred_macs_on_input  the analytic model
 //   lb_mistrusted     the verification verdict;  lb_rse_pct  the repetitions' relative standard error
 //   GPU cases add what the device's probe reports (kernels/device.h) and lb_host_wall_per_run_s.
 //

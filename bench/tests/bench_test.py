@@ -126,8 +126,18 @@ with tempfile.TemporaryDirectory() as tmp:
         if r["run_type"] != "iteration":
             continue
         for key in ("lb_flop_per_s", "lb_cpu_util_avg", "lb_cpu_util_peak", "lb_host_peak_bytes", "lb_tensor_bytes",
-                    "lb_pred_macs", "lb_pred_param_bytes", "lb_pred_act_bytes", "real_time", "max_bytes_used"):
+                    "lb_pred_macs", "lb_pred_macs_on_input", "lb_pred_param_bytes", "lb_pred_act_bytes", "real_time",
+                    "max_bytes_used"):
             check(key in r, f"{name}: no {key}")
+        # FLOPs are 2 x the MACs on the input: a padded convolution's are fewer than its MACs.
+        if all(key in r for key in ("lb_flop_per_s", "lb_pred_macs_on_input", "lb_pred_macs")) and r["real_time"] > 0:
+            seconds = r["real_time"] * {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[r["time_unit"]]
+            check(math.isclose(r["lb_flop_per_s"] * seconds, 2 * r["lb_pred_macs_on_input"], rel_tol=1e-6),
+                  f"{name}: lb_flop_per_s x time is not 2 x lb_pred_macs_on_input")
+            padded = " ph=" in r.get("lb_problem", "") and " ph=0" not in r.get("lb_problem", "")
+            check(r["lb_pred_macs_on_input"] < r["lb_pred_macs"] if padded
+                  else r["lb_pred_macs_on_input"] == r["lb_pred_macs"],
+                  f"{name}: MACs on the input {r['lb_pred_macs_on_input']:.0f} against {r['lb_pred_macs']:.0f}")
         for key, value in r.items():
             if key.startswith("lb_") and isinstance(value, (int, float)) and not isinstance(value, bool):
                 check(math.isfinite(value) and value >= 0, f"{name}: {key} = {value}")

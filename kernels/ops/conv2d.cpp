@@ -2,6 +2,9 @@
 // layerbench knows about it (the shape: conv2d.h).
 #include "kernels/ops/conv2d.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "kernels/ops/traits.h"
 
 namespace lb {
@@ -71,7 +74,47 @@ int64_t taps(const Conv2d& c) {
   return c.ic / c.g * c.kh * c.kw;
 }
 
+// Σ floor((a·i + b) / m) for i in [0, n), with a, b ≥ 0 and m > 0, in O(log) steps (the
+// classic "floor sum": the lattice points under a line, counted by swapping the axes).
+__int128 floor_sum(__int128 n, __int128 m, __int128 a, __int128 b) {
+  __int128 sum = 0;
+  while (n > 0) {
+    sum += a / m * (n * (n - 1) / 2) + b / m * n;
+    a %= m;
+    b %= m;
+    const __int128 top = a * n + b;  // the line's height at i = n
+    if (top < m) break;
+    n = top / m;
+    b = top % m;
+    std::swap(m, a);
+  }
+  return sum;
+}
+
+// Along one axis: the (output position o < outs, filter tap r < taps) pairs whose input
+// position o·stride − pad + r·dilation is inside [0, in). Pairs with o·stride + r·dilation ≤ t,
+// at(t), counted per tap r: min(outs, floor((t − r·dilation) / stride) + 1) where positive, the
+// taps that reach every output in one product and the rest as one floor sum. Closed form:
+// a line may give 2^31 − 1 outputs and taps, too many to count one by one.
+int64_t taps_on_input(int64_t outs, int64_t taps, int64_t stride, int64_t dilation, int64_t pad, int64_t in) {
+  auto at = [&](__int128 t) -> __int128 {
+    if (t < 0) return 0;
+    const __int128 reach = std::min<__int128>(taps, t / dilation + 1);  // taps r with r·dilation ≤ t
+    const __int128 last = t - __int128(outs - 1) * stride;  // every output where r·dilation ≤ last
+    const __int128 every = last < 0 ? 0 : std::min<__int128>(reach, last / dilation + 1);
+    const __int128 n = reach - every;  // taps r in [every, reach): floor((t − r·dilation) / stride) + 1
+    return every * outs + floor_sum(n, stride, dilation, t - (reach - 1) * dilation) + n;
+  };
+  return int64_t(at(__int128(pad) + in - 1) - at(__int128(pad) - 1));
+}
+
 }  // namespace
+
+// The products on the input per output channel of one sample, over its groups' channels.
+int64_t conv2d_taps_on_input(const Conv2d& c) {
+  return c.ic / c.g * taps_on_input(c.oh(), c.kh, c.sh, c.dh, c.ph, c.ih) *
+         taps_on_input(c.ow(), c.kw, c.sw, c.dw, c.pw, c.iw);
+}
 
 const OpTraits& conv2d_traits() {
   static const OpTraits traits{
@@ -107,6 +150,8 @@ const OpTraits& conv2d_traits() {
             const Conv2d& c = p.conv();
             return c.mb * c.oc * c.oh() * c.ow() * taps(c);
           },
+      .macs_on_input =
+          [](const Problem& p) { return p.conv().mb * p.conv().oc * conv2d_taps_on_input(p.conv()); },
       .layer_type = [](const Problem& p) -> std::string_view {
         const Conv2d& c = p.conv();
         if (c.depthwise()) return "depthwise";

@@ -17,4 +17,9 @@ struct Conv2d {
   bool operator==(const Conv2d&) const = default;
 };
 
+// The products of one output channel of one sample whose input element is inside the input
+// (the taps over the zero padding left out), over its group's channels: the model's MACs on
+// the input are MB·OC times this (conv2d.cpp).
+int64_t conv2d_taps_on_input(const Conv2d& c);
+
 }  // namespace lb

@@ -64,6 +64,10 @@ struct OpTraits {
   // The multiply-adds of the layer's products: the model's op-specific part (parameters
   // and bytes follow from the arguments).
   int64_t (*macs)(const Problem& p);
+  // Those whose input element is inside the input (null: all of them): a convolution's taps
+  // over its zero padding left out, as oneDNN's benchdnn counts. What the layer's arithmetic
+  // needs, and what the model's FLOPs (rates, % of peak) count.
+  int64_t (*macs_on_input)(const Problem& p) = nullptr;
   // The layer type in tables: the op's name, or a finer kind (conv2d: depthwise, pointwise).
   std::string_view (*layer_type)(const Problem& p);
   // Small problem lines, without dt, on which `list` probes the dtypes of a kernel: a

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "kernels/common.h"
+#include "kernels/ops/conv2d.h"
 
 namespace lb {
 namespace {
@@ -252,6 +253,61 @@ TEST(Model, HandArithmetic) {
   EXPECT_EQ(lstm.params, 20 * 4 + 20 * 5 + 2 * 20 * 5 + 2 * 20);
   EXPECT_EQ(lstm.macs, 3 * 2 * (20 * 4 + 20 * 5 + 2 * 20 * 5));
   EXPECT_EQ(layer_type(parse_problem("conv2d mb=1 ic=8 ih=4 iw=4 oc=8 kh=1 kw=1")), "pointwise");
+}
+
+// The MACs on the input (FLOPs count these): a convolution's taps over its zero padding
+// left out, against counting them one by one, over strides, dilations, paddings wider than
+// the filter and filters wider than the input; equal to the MACs without padding.
+TEST(Model, MacsOnTheInputLeaveOutThePadding) {
+  // 10×10, 3×3, one pixel of padding: per axis 10·3 − 2 pairs on the input, per sample and
+  // output channel 8 channels × 28².
+  const Model conv = model(parse_problem("conv2d mb=2 ic=8 ih=10 iw=10 oc=16 kh=3 kw=3 ph=1"));
+  EXPECT_EQ(conv.macs_on_input, 2 * 16 * 8 * 28 * 28);
+  EXPECT_EQ(conv.flops, 2.0 * double(conv.macs_on_input));
+  const Model unpadded = model(parse_problem("conv2d mb=2 ic=8 ih=10 iw=10 oc=16 kh=3 kw=3"));
+  EXPECT_EQ(unpadded.macs_on_input, unpadded.macs);
+  const Model dense = model(parse_problem("dense mb=3 ic=7 oc=5"));
+  EXPECT_EQ(dense.macs_on_input, dense.macs);
+  auto brute = [](const Conv2d& c) {
+    int64_t n = 0;
+    for (int64_t oh = 0; oh < c.oh(); ++oh)
+      for (int64_t ow = 0; ow < c.ow(); ++ow)
+        for (int64_t r = 0; r < c.kh; ++r)
+          for (int64_t s = 0; s < c.kw; ++s) {
+            const int64_t ih = oh * c.sh - c.ph + r * c.dh, iw = ow * c.sw - c.pw + s * c.dw;
+            n += ih >= 0 && ih < c.ih && iw >= 0 && iw < c.iw;
+          }
+    return n * (c.ic / c.g);
+  };
+  int checked = 0;
+  for (int64_t in = 1; in <= 9; ++in)
+    for (int64_t k = 1; k <= 4; ++k)
+      for (int64_t stride = 1; stride <= 3; ++stride)
+        for (int64_t dilation = 1; dilation <= 3; ++dilation)
+          for (int64_t pad = 0; pad <= 6; ++pad) {
+            Conv2d c;
+            c.ic = 2;
+            c.ih = in;
+            c.iw = in + 2;
+            c.kh = k;
+            c.kw = 5 - k;
+            c.sh = stride;
+            c.sw = 4 - stride;
+            c.dh = dilation;
+            c.dw = 4 - dilation;
+            c.ph = pad;
+            c.pw = 6 - pad;
+            if (c.oh() < 1 || c.ow() < 1) continue;
+            ASSERT_EQ(conv2d_taps_on_input(c), brute(c))
+                << "ih=" << c.ih << " iw=" << c.iw << " kh=" << c.kh << " kw=" << c.kw << " sh=" << c.sh
+                << " sw=" << c.sw << " dh=" << c.dh << " dw=" << c.dw << " ph=" << c.ph << " pw=" << c.pw;
+            ++checked;
+          }
+  EXPECT_GT(checked, 1000);
+  // The largest size a line may give (2^31 − 1 output rows), in closed form: every row's 3
+  // taps on the input but the first's and the last's missing one each.
+  const Model tall = model(parse_problem("conv2d mb=1 ic=1 ih=2147483647 iw=1 oc=1 kh=3 kw=1 ph=1"));
+  EXPECT_EQ(tall.macs_on_input, int64_t(3) * 2147483647 - 2);
 }
 
 }  // namespace

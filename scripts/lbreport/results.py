@@ -186,8 +186,12 @@ class Case:
 
     @property
     def flops(self) -> float | None:
-        """FLOPs of one run() (the model's: 2 x MACs)."""
-        macs = self.value("lb_pred_macs")
+        """FLOPs of one run(), as lb_flop_per_s counts them: 2 x the model's MACs on the
+        input (a convolution's taps over its zero padding left out); files written before
+        lb_pred_macs_on_input counted every product."""
+        macs = self.value("lb_pred_macs_on_input")
+        if macs is None:
+            macs = self.value("lb_pred_macs")
         return 2 * macs if macs is not None else None
 
     @property
