@@ -81,6 +81,10 @@ std::vector<PixelTile> pixel_tiles(const Conv2d& cv, int64_t width) {
   return tiles;
 }
 
+bool tiles_fill_lanes(const Conv2d& cv, int64_t width) {
+  return cv.ow() * 4 >= width * 3;
+}
+
 std::vector<int64_t> tap_offsets(const Conv2d& cv, int64_t units, int64_t rows, int64_t phase_w,
                                  int64_t phase) {
   std::vector<int64_t> off;

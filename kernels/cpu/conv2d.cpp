@@ -32,7 +32,19 @@
 //   most of it on AlexNet's stride-4 conv1; the padded copy costs one pass. Output rows at
 //   least 32 wide are cut into tiles in raster order, a tile running past a row's end into
 //   the next (its lanes from there loaded from the next row and merged: 2 loads more per k
-//   step against 28 FMAs); narrower rows, a tile or two per row.
+//   step against 28 FMAs); rows of 24-31 pixels, a tile per row. Narrower rows would leave
+//   most lanes empty (13 or 14 pixels in 32: 41-44 %; 7 pixels 22 %), so planes narrower
+//   than 24 pixels (tiles_fill_lanes) take the packed path: col built per KC × 32-pixel panel
+//   (pack_columns, panels across rows: 88 % of the lanes at 13×13 and 14×14, 77 % at 7×7),
+//   its cost one copy per K_g FMAs — small for these layers' 192-1024 output channels
+//   (31 % at 64 was the 56×56 layer's). Predicted 1.5-2× faster at 13-14 pixels, 3.5× at 7;
+//   measured on the 2-core AMD EPYC Zen 5 VM (the build before and this one alternately, 2
+//   runs; results/cpu-zen5-2core/2026-12-03_narrow-planes-packed), old ÷ new at 1 / 2
+//   threads: AlexNet conv3-5 (13×13) 1.46-1.76× / 1.24-1.64×, MobileNet v1's standard 3×3
+//   layers at 14×14 out 1.67-1.76× / 1.20-2.11×, at 7×7 out 2.81-3.78× / 2.31-3.68×, batch 16
+//   1.39-2.66× / 1.45-3.14×; 24 pixels and wider unchanged (0.97-1.05×). Against
+//   conv2d.onednn.default these still read 0.44-0.85× (their % of peak 24-62 %): each image's
+//   few pixel panels reuse the weights little (not profiled further).
 //   AVX2 (ukr_f32_indirect_pixels_avx2): the roles swapped, 16 output channels in the lanes
 //   (A as aligned vectors of 16-channel weight panels) × 6 pixels anywhere (raster order,
 //   across output rows: no lane is wasted on a row's end), each pixel's B row k one float
@@ -195,7 +207,11 @@ class ImplicitGemmConv final : public Kernel {
     const int64_t kg = cv_.oc / cv_.g, depth = cv_.ic / cv_.g * cv_.kh * cv_.kw;
     const float* w = ts.at(Arg::wei).as<float>();  // K×(C/G)×R×S: group g's rows are a K_g × depth matrix
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
-    indirect_ = !pointwise_ && (isa_ == Isa::avx512 || isa_ == Isa::avx2);
+    // AVX-512's indirect tiles where they fill their lanes (tiles_fill_lanes: output rows of 24
+    // pixels or more); narrower planes take the packed path, whose 32-pixel panels run
+    // across rows (see the header). AVX2's tiles take 6 pixels anywhere.
+    indirect_ =
+        !pointwise_ && ((isa_ == Isa::avx512 && tiles_fill_lanes(cv_, kTileWidth)) || isa_ == Isa::avx2);
     // Pointwise with the pixels as C's rows where pixel panels (NR wide) would leave over a
     // tenth more lanes empty than row panels (MR): AVX2 16 / 5, 7×7 planes 64 lanes against
     // 50; AVX-512 32 / 14, 7×7 64 against 56 and 14×14 224 against 196. (Scalar: unmeasured.)

@@ -111,10 +111,9 @@ class LowpConv final : public Kernel {
     const size_t eb = elem_ == Elem::bf16 ? 2 : 1;
     scale_ = elem_ == Elem::u8s8 ? float(ts.at(Arg::src).scale() * w.scale()) : 1.0f;
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
-    // Indirect where its 32-pixel tiles are at least 3/4 used: output rows of 32 pixels or more
-    // (tiles across rows), or of 24-31 (a tile per row); narrower planes fill the GEMM's
-    // 14-pixel panels better.
-    indirect_ = path_ == LowpPath::avx512 && cv_.ow() * 4 >= kTileWidth * 3;
+    // Indirect where its 32-pixel tiles are at least 3/4 used (output rows of 24 pixels or
+    // more); narrower planes fill the GEMM's 14-pixel panels better.
+    indirect_ = path_ == LowpPath::avx512 && tiles_fill_lanes(cv_, kTileWidth);
     packed_.clear();
     col_ = {};
     sums_ = {};
