@@ -44,7 +44,15 @@
 //   layers at 14×14 out 1.67-1.76× / 1.20-2.11×, at 7×7 out 2.81-3.78× / 2.31-3.68×, batch 16
 //   1.39-2.66× / 1.45-3.14×; 24 pixels and wider unchanged (0.97-1.05×). Against
 //   conv2d.onednn.default these still read 0.44-0.85× (their % of peak 24-62 %): each image's
-//   few pixel panels reuse the weights little (not profiled further).
+//   2-7 pixel panels reuse each weight that little.
+//   Hence, with images enough (each thread at least two), a thread's images go kFoldPixels ÷ P
+//   at a time (P pixels a plane) into one product of that many planes' columns side by side
+//   (pack_columns takes them across images), into a C block copied into their NCHW planes
+//   after: 7×7 planes 6 at a time (10 panels, 92 % of the lanes, against 2 panels at 77 %),
+//   14×14 2. Measured on the same VM (that build and this one alternately, 2 runs; the same
+//   folder), old ÷ new at batch 16, 1 / 2 threads: 7×7 outputs 1.83-2.08× / 1.35-1.73×, 14×14
+//   1.12-1.27× / 1.04-1.54×, now 0.79-1.04× / 0.78-1.26× conv2d.onednn.default; AlexNet's 13×13
+//   (2 at a time) unchanged, 0.94-1.06× (0.59-0.74× oneDNN).
 //   AVX2 (ukr_f32_indirect_pixels_avx2): the roles swapped, 16 output channels in the lanes
 //   (A as aligned vectors of 16-channel weight panels) × 6 pixels anywhere (raster order,
 //   across output rows: no lane is wasted on a row's end), each pixel's B row k one float
@@ -121,30 +129,33 @@
 namespace lb::cpu {
 namespace {
 
-// Packs columns [j0, j0+count) (output pixels) × rows [k0, k0+kc) (c, r, s) of one image's
-// col matrix into NR-pixel panels: panel element (k, i) = x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW]
-// for pixel j0 + q·NR + i = oh·OW + ow, zero where that falls in the padding or past count.
+// Packs columns [j0, j0+count) (output pixels) × rows [k0, k0+kc) (c, r, s) of the col matrix
+// of images side by side (column j: pixel j % P of image j / P, P = OH·OW; images
+// `image_stride` floats apart in x) into NR-pixel panels: panel element (k, i) =
+// x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW] for pixel j0 + q·NR + i = oh·OW + ow of its
+// image, zero where that falls in the padding or past count.
 void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
-                  float* dst) {
-  const int64_t OW = cv.ow(), IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
+                  float* dst, int64_t image_stride = 0) {
+  const int64_t OW = cv.ow(), P = cv.oh() * OW, IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
   const int64_t panels = ceil_div(count, nr);
   for (int64_t q = 0; q < panels; ++q) {
     float* d = dst + q * kc * nr;
     const int64_t first = j0 + q * nr, n = std::min<int64_t>(nr, count - q * nr);
-    // The panel's pixels as runs within one output row: (row, first column, length, offset).
+    // The panel's pixels as runs within one output row: (image's input, row, first column,
+    // length, offset).
     struct Run {
+      const float* x;
       int64_t oh, ow, len, at;
     };
     Run runs[64];
     int nruns = 0;
     for (int64_t at = 0; at < n;) {
-      const int64_t j = first + at, oh = j / OW, ow = j % OW, len = std::min(n - at, OW - ow);
-      runs[nruns++] = {oh, ow, len, at};
+      const int64_t j = (first + at) % P, oh = j / OW, ow = j % OW, len = std::min(n - at, OW - ow);
+      runs[nruns++] = {x + (first + at) / P * image_stride, oh, ow, len, at};
       at += len;
     }
     int64_t c = k0 / RS, r = (k0 % RS) / cv.kw, s = k0 % cv.kw;
     for (int64_t k = 0; k < kc; ++k, d += nr) {
-      const float* plane = x + c * IH * IW;
       if (n < nr) std::fill(d + n, d + nr, 0.0f);
       for (int u = 0; u < nruns; ++u) {
         const Run& run = runs[u];
@@ -154,7 +165,7 @@ void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, i
           std::fill(o, o + run.len, 0.0f);
           continue;
         }
-        const float* row = plane + ih * IW;
+        const float* row = run.x + (c * IH + ih) * IW;
         const int64_t iw0 = run.ow * cv.sw - cv.pw + s * cv.dw;  // input column of the run's first pixel
         if (cv.sw == 1) {
           // In-bounds part [lo, hi) of the run copied, the rest zero.
@@ -222,6 +233,7 @@ class ImplicitGemmConv final : public Kernel {
     packed_.clear();
     chan_a_ = {};
     sums_ = {};
+    fold_ = 1;
     if (indirect_ && isa_ == Isa::avx2) {
       // The AVX2 indirect tile's A: 16-channel panels, k-major, channels past K_g zero;
       // group g's panel q at ((g·panels + q)·depth)·16.
@@ -272,6 +284,10 @@ class ImplicitGemmConv final : public Kernel {
       ws_ = Workspace(isa_, ctx.threads, true, false, depth);
     } else {
       ws_ = Workspace(isa_, ctx.threads, false, true, depth);
+      // Images folded into one product where a plane has fewer pixels than kFoldPixels and each
+      // thread has images enough (see the header).
+      fold_ = pointwise_ || cv_.mb < 2 * threads_ ? 1 : std::min(ceil_div(kFoldPixels, P), cv_.mb / threads_);
+      if (fold_ > 1) sums_ = AlignedBuffer<float>(size_t(threads_ * kg * fold_ * P));
     }
   }
 
@@ -352,6 +368,31 @@ class ImplicitGemmConv final : public Kernel {
       for (int64_t n = 0; n < cv_.mb; ++n)
         for (int64_t g = 0; g < cv_.g; ++g)
           product(n, g, -1);
+    } else if (fold_ > 1) {
+      // Small planes: each thread's images fold_ at a time as one product of fold_·P columns
+      // into its C block in sums_, then copied into the images' NCHW planes.
+      pool_->run([&](int tid, int threads) {
+        const Range part = split(cv_.mb, 1, tid, threads);
+        float* sums = sums_.data() + tid * k_g * fold_ * P;
+        for (int64_t n0 = part.first; n0 < part.last; n0 += fold_) {
+          const int64_t f = std::min(fold_, part.last - n0);
+          for (int64_t g = 0; g < cv_.g; ++g) {
+            const float* xg = x + (n0 * cv_.ic + g * c_g) * HW;
+            auto columns = [&, xg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
+              pack_columns(cv_, xg, j0, count, k0, kc, nr, dst, cv_.ic * HW);
+            };
+            const PackFn pack = columns;
+            Operand a, b;
+            a.packed = &packed_[size_t(g)];
+            b.pack = &pack;
+            const Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
+            gemm_f32_serial(isa_, k_g, f * P, depth, a, b, sums, f * P, ep, ws_, tid);
+            for (int64_t i = 0; i < f; ++i)
+              for (int64_t k = 0; k < k_g; ++k)
+                std::copy_n(sums + k * f * P + i * P, P, y + ((n0 + i) * cv_.oc + g * k_g + k) * P);
+          }
+        }
+      });
     } else {
       pool_->run([&](int tid, int threads) {
         const Range part = split(cv_.mb * cv_.g, 1, tid, threads);
@@ -396,6 +437,7 @@ class ImplicitGemmConv final : public Kernel {
   static constexpr int64_t kTileWidth = 32;  // pixels per tile: the AVX-512 tile's NR
   static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
   static constexpr double kStreamBytes = 1 << 20;  // far past a 512 KiB L2
+  static constexpr int64_t kFoldPixels = 256;      // columns a folded product aims at: 8 panels of 32
   struct Pixel {
     int64_t in, out;  // offsets in a group's padded image and in an output plane
   };
@@ -606,7 +648,9 @@ class ImplicitGemmConv final : public Kernel {
   std::vector<PixelTile> tiles_;  // AVX-512
   std::vector<Pixel> pixels_;     // AVX2
   AlignedBuffer<float> chan_a_;   // AVX2: the weights in 16-channel panels
-  AlignedBuffer<float> sums_;     // pixel_rows_: Cᵀ of one image (per thread where each has images)
+  AlignedBuffer<float> sums_;     // pixel_rows_: Cᵀ of one image (per thread where each has images);
+                                  // fold_ > 1: each thread's C block of fold_ images
+  int64_t fold_ = 1;              // packed path: images per product
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   Workspace ws_;
