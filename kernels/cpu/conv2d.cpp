@@ -8,7 +8,7 @@
 // Why implicit GEMM rather than im2col + GEMM: the column matrix would be R·S times the
 // input (9× for 3×3; 3136 × 576 × 4 B = 7 MB per 56×56×64 image) written and read back
 // through memory; here the driver asks for one KC × NC block of it at a time and it is
-// built straight into the packed B panels (pack_columns), from the input that is in cache.
+// built straight into the packed B panels (pack_padded), from the input that is in cache.
 // C rows are output channels and columns are pixels, so the tile is stored straight into
 // NCHW rows; W, packed once in prepare(), is the A side; bias runs along C's rows.
 // 1×1 stride-1 unpadded (pointwise) convolutions skip the im2col logic: col is the input
@@ -35,7 +35,7 @@
 //   step against 28 FMAs); rows of 24-31 pixels, a tile per row. Narrower rows would leave
 //   most lanes empty (13 or 14 pixels in 32: 41-44 %; 7 pixels 22 %), so planes narrower
 //   than 24 pixels (tiles_fill_lanes) take the packed path: col built per KC × 32-pixel panel
-//   (pack_columns, panels across rows: 88 % of the lanes at 13×13 and 14×14, 77 % at 7×7),
+//   (panels across rows: 88 % of the lanes at 13×13 and 14×14, 77 % at 7×7),
 //   its cost one copy per K_g FMAs — small for these layers' 192-1024 output channels
 //   (31 % at 64 was the 56×56 layer's). Predicted 1.5-2× faster at 13-14 pixels, 3.5× at 7;
 //   measured on the 2-core AMD EPYC Zen 5 VM (the build before and this one alternately, 2
@@ -47,12 +47,19 @@
 //   2-7 pixel panels reuse each weight that little.
 //   Hence, with images enough (each thread at least two), a thread's images go kFoldPixels ÷ P
 //   at a time (P pixels a plane) into one product of that many planes' columns side by side
-//   (pack_columns takes them across images), into a C block copied into their NCHW planes
+//   (pack_padded takes them across images), into a C block copied into their NCHW planes
 //   after: 7×7 planes 6 at a time (10 panels, 92 % of the lanes, against 2 panels at 77 %),
 //   14×14 2. Measured on the same VM (that build and this one alternately, 2 runs; the same
 //   folder), old ÷ new at batch 16, 1 / 2 threads: 7×7 outputs 1.83-2.08× / 1.35-1.73×, 14×14
 //   1.12-1.27× / 1.04-1.54×, now 0.79-1.04× / 0.78-1.26× conv2d.onednn.default; AlexNet's 13×13
-//   (2 at a time) unchanged, 0.94-1.06× (0.59-0.74× oneDNN).
+//   (2 at a time) unchanged, 0.94-1.06× (0.59-0.74× oneDNN): perf gave the packing of col 21 %
+//   of conv4's samples at batch 16 (a bounds test and three loops per run of ≤ 13 pixels, at
+//   every k step). So the packed path pads each image as the indirect path does (phase
+//   images), and a panel's runs of pixels are plain copies from it at each k step's offset
+//   (pack_padded). Measured (that build and this one alternately, 2 runs; the same folder):
+//   AlexNet conv3-5 1.12-1.27× / 1.16-1.29× faster, MobileNet's 14×14 and 7×7 layers 1.09-1.13×
+//   / 1.05-1.13×; against conv2d.onednn.default now 0.76-0.82× / 0.67-0.84× (66-79 % of peak) on
+//   AlexNet's, 0.77-1.08× / 0.73-0.97× on MobileNet's.
 //   AVX2 (ukr_f32_indirect_pixels_avx2): the roles swapped, 16 output channels in the lanes
 //   (A as aligned vectors of 16-channel weight panels) × 6 pixels anywhere (raster order,
 //   across output rows: no lane is wasted on a row's end), each pixel's B row k one float
@@ -128,72 +135,6 @@
 
 namespace lb::cpu {
 namespace {
-
-// Packs columns [j0, j0+count) (output pixels) × rows [k0, k0+kc) (c, r, s) of the col matrix
-// of images side by side (column j: pixel j % P of image j / P, P = OH·OW; images
-// `image_stride` floats apart in x) into NR-pixel panels: panel element (k, i) =
-// x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW] for pixel j0 + q·NR + i = oh·OW + ow of its
-// image, zero where that falls in the padding or past count.
-void pack_columns(const Conv2d& cv, const float* x, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
-                  float* dst, int64_t image_stride = 0) {
-  const int64_t OW = cv.ow(), P = cv.oh() * OW, IH = cv.ih, IW = cv.iw, RS = cv.kh * cv.kw;
-  const int64_t panels = ceil_div(count, nr);
-  for (int64_t q = 0; q < panels; ++q) {
-    float* d = dst + q * kc * nr;
-    const int64_t first = j0 + q * nr, n = std::min<int64_t>(nr, count - q * nr);
-    // The panel's pixels as runs within one output row: (image's input, row, first column,
-    // length, offset).
-    struct Run {
-      const float* x;
-      int64_t oh, ow, len, at;
-    };
-    Run runs[64];
-    int nruns = 0;
-    for (int64_t at = 0; at < n;) {
-      const int64_t j = (first + at) % P, oh = j / OW, ow = j % OW, len = std::min(n - at, OW - ow);
-      runs[nruns++] = {x + (first + at) / P * image_stride, oh, ow, len, at};
-      at += len;
-    }
-    int64_t c = k0 / RS, r = (k0 % RS) / cv.kw, s = k0 % cv.kw;
-    for (int64_t k = 0; k < kc; ++k, d += nr) {
-      if (n < nr) std::fill(d + n, d + nr, 0.0f);
-      for (int u = 0; u < nruns; ++u) {
-        const Run& run = runs[u];
-        float* o = d + run.at;
-        const int64_t ih = run.oh * cv.sh - cv.ph + r * cv.dh;
-        if (ih < 0 || ih >= IH) {
-          std::fill(o, o + run.len, 0.0f);
-          continue;
-        }
-        const float* row = run.x + (c * IH + ih) * IW;
-        const int64_t iw0 = run.ow * cv.sw - cv.pw + s * cv.dw;  // input column of the run's first pixel
-        if (cv.sw == 1) {
-          // In-bounds part [lo, hi) of the run copied, the rest zero.
-          const int64_t lo = std::clamp<int64_t>(-iw0, 0, run.len),
-                        hi = std::clamp<int64_t>(IW - iw0, lo, run.len);
-          for (int64_t i = 0; i < lo; ++i)
-            o[i] = 0.0f;
-          for (int64_t i = lo; i < hi; ++i)
-            o[i] = row[iw0 + i];
-          for (int64_t i = hi; i < run.len; ++i)
-            o[i] = 0.0f;
-        } else {
-          for (int64_t i = 0; i < run.len; ++i) {
-            const int64_t iw = iw0 + i * cv.sw;
-            o[i] = iw >= 0 && iw < IW ? row[iw] : 0.0f;
-          }
-        }
-      }
-      if (++s == cv.kw) {
-        s = 0;
-        if (++r == cv.kh) {
-          r = 0;
-          ++c;
-        }
-      }
-    }
-  }
-}
 
 class ImplicitGemmConv final : public Kernel {
  public:
@@ -282,12 +223,20 @@ class ImplicitGemmConv final : public Kernel {
       offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
     } else if (pixel_rows_) {
       ws_ = Workspace(isa_, ctx.threads, true, false, depth);
+    } else if (pointwise_) {
+      ws_ = Workspace(isa_, ctx.threads, false, true, depth);
     } else {
       ws_ = Workspace(isa_, ctx.threads, false, true, depth);
       // Images folded into one product where a plane has fewer pixels than kFoldPixels and each
       // thread has images enough (see the header).
-      fold_ = pointwise_ || cv_.mb < 2 * threads_ ? 1 : std::min(ceil_div(kFoldPixels, P), cv_.mb / threads_);
+      fold_ = cv_.mb < 2 * threads_ ? 1 : std::min(ceil_div(kFoldPixels, P), cv_.mb / threads_);
       if (fold_ > 1) sums_ = AlignedBuffer<float>(size_t(threads_ * kg * fold_ * P));
+      // The images padded as the indirect path pads them: one (batch < threads) or fold_ per thread.
+      pad_h_ = rows_ = cv_.ih + 2 * cv_.ph;
+      phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
+      padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
+      padded_ = AlignedBuffer<float>(size_t(padded_floats_ * (cv_.mb < threads_ ? 1 : threads_ * fold_)));
+      offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
     }
   }
 
@@ -335,64 +284,36 @@ class ImplicitGemmConv final : public Kernel {
       relu_pass(relu_, ts, pool_.get());
       return;
     }
+    if (!pointwise_) {
+      packed_product(x, bias, y);
+      relu_pass(relu_, ts, pool_.get());
+      return;
+    }
+    // Pointwise: col is the image itself, C_g × P with pixels contiguous.
     const int64_t P = cv_.oh() * cv_.ow(), HW = cv_.ih * cv_.iw;
-    const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = c_g * cv_.kh * cv_.kw;
+    const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
     // One image-group product; `tid` < 0: split its pixels across the pool.
     auto product = [&](int64_t n, int64_t g, int tid) {
       const float* xg = x + (n * cv_.ic + g * c_g) * HW;
-      Operand a;
+      Operand a, b;
       a.packed = &packed_[size_t(g)];
-      auto columns = [&, xg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
-        pack_columns(cv_, xg, j0, count, k0, kc, nr, dst);
-      };
-      const PackFn pack = columns;  // refers to `columns`, which outlives the product below
-      Operand b;
-      if (pointwise_)
-        b.strided = Strided{xg, 1, HW};  // (pixel j, channel c) at j + c·HW
-      else
-        b.pack = &pack;
+      b.strided = Strided{xg, 1, HW};  // (pixel j, channel c) at j + c·HW
       Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
       // A pointwise layer's output past kStreamBytes per image: where the driver writes it in
       // one K slice, full tiles bypass the caches (AVX2's tile; on the AMD EPYC Zen 3 VM
       // MobileNet's pw2, 32 deep and 3.2 MB out, 1.38x faster at 1 thread, unchanged at 2).
       // Not when a separate ReLU pass reads y next.
-      ep.stream =
-          pointwise_ && double(k_g * P) * 4 > kStreamBytes && (relu_ == Relu::none || relu_ == Relu::fused);
+      ep.stream = double(k_g * P) * 4 > kStreamBytes && (relu_ == Relu::none || relu_ == Relu::fused);
       float* c = y + (n * cv_.oc + g * k_g) * P;
       if (tid < 0)
-        gemm_f32(isa_, k_g, P, depth, a, b, c, P, ep, ws_, pool_.get());
+        gemm_f32(isa_, k_g, P, c_g, a, b, c, P, ep, ws_, pool_.get());
       else
-        gemm_f32_serial(isa_, k_g, P, depth, a, b, c, P, ep, ws_, tid);
+        gemm_f32_serial(isa_, k_g, P, c_g, a, b, c, P, ep, ws_, tid);
     };
     if (cv_.mb < threads_) {
       for (int64_t n = 0; n < cv_.mb; ++n)
         for (int64_t g = 0; g < cv_.g; ++g)
           product(n, g, -1);
-    } else if (fold_ > 1) {
-      // Small planes: each thread's images fold_ at a time as one product of fold_·P columns
-      // into its C block in sums_, then copied into the images' NCHW planes.
-      pool_->run([&](int tid, int threads) {
-        const Range part = split(cv_.mb, 1, tid, threads);
-        float* sums = sums_.data() + tid * k_g * fold_ * P;
-        for (int64_t n0 = part.first; n0 < part.last; n0 += fold_) {
-          const int64_t f = std::min(fold_, part.last - n0);
-          for (int64_t g = 0; g < cv_.g; ++g) {
-            const float* xg = x + (n0 * cv_.ic + g * c_g) * HW;
-            auto columns = [&, xg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
-              pack_columns(cv_, xg, j0, count, k0, kc, nr, dst, cv_.ic * HW);
-            };
-            const PackFn pack = columns;
-            Operand a, b;
-            a.packed = &packed_[size_t(g)];
-            b.pack = &pack;
-            const Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
-            gemm_f32_serial(isa_, k_g, f * P, depth, a, b, sums, f * P, ep, ws_, tid);
-            for (int64_t i = 0; i < f; ++i)
-              for (int64_t k = 0; k < k_g; ++k)
-                std::copy_n(sums + k * f * P + i * P, P, y + ((n0 + i) * cv_.oc + g * k_g + k) * P);
-          }
-        }
-      });
     } else {
       pool_->run([&](int tid, int threads) {
         const Range part = split(cv_.mb * cv_.g, 1, tid, threads);
@@ -585,14 +506,12 @@ class ImplicitGemmConv final : public Kernel {
     }
   }
 
-  // AVX-512: one image by indirect GEMM: pad it (threads split channels), then threads split the
-  // pixel tiles; each tile runs every group's row panels over the whole depth in KC slices.
-  void indirect_image(const float* x, const float* bias, float* y) {
-    const int64_t IH = cv_.ih, P = cv_.oh() * cv_.ow();
-    float* pad = padded_.data();
+  // One image into the padded image `pad` on the whole pool: the image's (channel, row) pairs
+  // split evenly (split by channels, AlexNet conv1's 3 left one of 2 threads two thirds of
+  // the rows).
+  void pad_image(const float* x, float* pad) {
+    const int64_t IH = cv_.ih;
     pool_->run([&](int tid, int threads) {
-      // The image's (channel, row) pairs split evenly: split by channels, AlexNet conv1's
-      // 3 left one of 2 threads two thirds of the rows.
       const Range part = split(cv_.ic * IH, 1, tid, threads);
       for (int64_t i = part.first; i < part.last;) {
         const int64_t c = i / IH, h0 = i % IH, h1 = std::min(IH, h0 + part.last - i);
@@ -600,6 +519,100 @@ class ImplicitGemmConv final : public Kernel {
         i += h1 - h0;
       }
     });
+  }
+
+  // Columns [j0, j0+count) × depth rows [k0, k0+kc) of the col matrix in NR-pixel panels, from
+  // padded images padded_floats_ apart (column j: pixel j % P of image j / P; `pad` at a
+  // group's first channel): element (k, pixel oh·OW + ow) at pad + offsets_[k] + oh·SH·phase_w_
+  // + ow, zero past count. A panel's pixels are runs along output rows, each copied whole at
+  // every k step, without a bounds test: the padding is in the image.
+  void pack_padded(const float* pad, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
+                   float* dst) const {
+    const int64_t OW = cv_.ow(), P = cv_.oh() * OW;
+    const int64_t* off = offsets_.data() + k0;
+    for (int64_t q = 0, panels = ceil_div(count, nr); q < panels; ++q) {
+      float* d = dst + q * kc * nr;
+      const int64_t first = j0 + q * nr, n = std::min<int64_t>(nr, count - q * nr);
+      struct Run {
+        const float* src;
+        int64_t len, at;
+      };
+      Run runs[64];  // at most NR (≤ 32) runs
+      int nruns = 0;
+      for (int64_t at = 0; at < n;) {
+        const int64_t j = first + at, p = j % P, oh = p / OW, ow = p % OW, len = std::min(n - at, OW - ow);
+        runs[nruns++] = {pad + j / P * padded_floats_ + oh * cv_.sh * phase_w_ + ow, len, at};
+        at += len;
+      }
+      for (int64_t k = 0; k < kc; ++k, d += nr) {
+        if (n < nr) std::fill(d + n, d + nr, 0.0f);
+        for (int u = 0; u < nruns; ++u)
+          std::copy_n(runs[u].src + off[k], runs[u].len, d + runs[u].at);
+      }
+    }
+  }
+
+  // The packed path (scalar; AVX-512 planes narrower than tiles_fill_lanes): each image padded
+  // as the indirect path pads it, then per group C_g = W_g · col + bias on the GEMM driver, col's
+  // panels built from the padded image (pack_padded). Batch < threads: the pool pads each image,
+  // then shares its products; else each thread pads and multiplies its own images, fold_ at a
+  // time as one product of fold_·P columns into its C block in sums_, copied into the images'
+  // NCHW planes after.
+  void packed_product(const float* x, const float* bias, float* y) {
+    const int64_t P = cv_.oh() * cv_.ow(), IHW = cv_.ic * cv_.ih * cv_.iw;
+    const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = int64_t(offsets_.size());
+    // One product of f padded images' columns (`pad`: the first) for group g into c.
+    auto product = [&](const float* pad, int64_t f, int64_t g, float* c, int tid) {
+      const float* pg = pad + g * c_g * rows_ * phase_w_;
+      auto columns = [&, pg](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
+        pack_padded(pg, j0, count, k0, kc, nr, dst);
+      };
+      const PackFn pack = columns;  // refers to `columns`, which outlives the product below
+      Operand a, b;
+      a.packed = &packed_[size_t(g)];
+      b.pack = &pack;
+      const Epilogue ep{bias + g * k_g, nullptr, relu_ == Relu::fused, false};
+      if (tid < 0)
+        gemm_f32(isa_, k_g, f * P, depth, a, b, c, f * P, ep, ws_, pool_.get());
+      else
+        gemm_f32_serial(isa_, k_g, f * P, depth, a, b, c, f * P, ep, ws_, tid);
+    };
+    if (cv_.mb < threads_) {
+      for (int64_t n = 0; n < cv_.mb; ++n) {
+        pad_image(x + n * IHW, padded_.data());
+        for (int64_t g = 0; g < cv_.g; ++g)
+          product(padded_.data(), 1, g, y + (n * cv_.oc + g * k_g) * P, -1);
+      }
+      return;
+    }
+    pool_->run([&](int tid, int threads) {
+      const Range part = split(cv_.mb, 1, tid, threads);
+      float* pad = padded_.data() + tid * fold_ * padded_floats_;
+      float* sums = fold_ > 1 ? sums_.data() + tid * k_g * fold_ * P : nullptr;
+      for (int64_t n0 = part.first; n0 < part.last; n0 += fold_) {
+        const int64_t f = std::min(fold_, part.last - n0);
+        for (int64_t i = 0; i < f; ++i)
+          pad_rows(x + (n0 + i) * IHW, pad + i * padded_floats_, 0, cv_.ic, 0, cv_.ih);
+        for (int64_t g = 0; g < cv_.g; ++g) {
+          if (!sums) {
+            product(pad, 1, g, y + (n0 * cv_.oc + g * k_g) * P, tid);
+            continue;
+          }
+          product(pad, f, g, sums, tid);
+          for (int64_t i = 0; i < f; ++i)
+            for (int64_t k = 0; k < k_g; ++k)
+              std::copy_n(sums + k * f * P + i * P, P, y + ((n0 + i) * cv_.oc + g * k_g + k) * P);
+        }
+      }
+    });
+  }
+
+  // AVX-512: one image by indirect GEMM: pad it (the whole pool), then threads split the
+  // pixel tiles; each tile runs every group's row panels over the whole depth in KC slices.
+  void indirect_image(const float* x, const float* bias, float* y) {
+    const int64_t P = cv_.oh() * cv_.ow();
+    float* pad = padded_.data();
+    pad_image(x, pad);
     const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = int64_t(offsets_.size());
     const Tile t = f32_tile(isa_);
     pool_->run([&](int tid, int threads) {
