@@ -31,6 +31,7 @@ struct Peak {
   std::string how;            // e.g. "AVX-512 vfmadd231ps zmm, 24 independent chains, best of 5 uncontended"
   bool contended = false;     // no repetition had every core to itself (how says so too)
   int cores = 0;              // the cores this process could run on when it was measured (CPU peaks)
+  int64_t measured_unix = 0;  // when it was measured, seconds since 1970 (0: a cache older than that)
 };
 
 class Peaks {
@@ -43,9 +44,9 @@ class Peaks {
   // where it stays so (remeasure_inconsistent);
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
-  // A contended cached peak is measured again when the machine is quiet now, unless
-  // `resuming` (a resumed run keeps its peaks). Once `stop()` says so (a signal: the run is
-  // ending), no further peak is measured; those measured are kept and cached.
+  // A contended cached peak is measured again when the machine is quiet now, and a CPU
+  // peak cached over an hour ago always, unless `resuming` (a resumed run keeps its peaks). Once `stop()`
+  // says so (a signal: the run is ending), no further peak is measured; those measured are kept and cached.
   static Peaks for_threads(const std::vector<int>& threads, bool gpu, bool remeasure, bool resuming = false,
                            const std::function<bool()>& stop = {});
   // The compute peak for a case of this dtype on this many threads or on the GPU: the

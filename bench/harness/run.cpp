@@ -92,9 +92,9 @@ Machine this_machine(const cli::RunArgs& args) {
 }
 
 // The peaks as numbers, for scripts: [{"kind", "dtype", "engine", "device", "threads",
-// "ops_per_second", "unit", "method"}] ("f32_fma" is dtype f32 on engine fma; bandwidths
-// — "bw_dram_triad", "bw_l2_read", a GPU's "d2d_copy" — have no dtype and are in bytes
-// per second).
+// "ops_per_second", "unit", "method", "measured_unix"}] ("f32_fma" is dtype f32 on engine
+// fma; bandwidths — "bw_dram_triad", "bw_l2_read", a GPU's "d2d_copy" — have no dtype and
+// are in bytes per second; measured_unix: when, seconds since 1970, 0 where not recorded).
 Json peaks_as_json(const Peaks& peaks) {
   Json all = Json::array();
   for (const Peak& p : peaks.all()) {
@@ -111,7 +111,8 @@ Json peaks_as_json(const Peaks& peaks) {
                    {"threads", p.threads},
                    {"ops_per_second", p.ops_per_second},
                    {"unit", bytes ? "B/s" : "FLOP/s"},
-                   {"method", p.how}});
+                   {"method", p.how},
+                   {"measured_unix", p.measured_unix}});
   }
   return all;
 }
