@@ -38,6 +38,11 @@
 //                     / 0.83×; MobileNet pw6 (28²) 0.67-0.73× / 0.55×; MobileNet conv1 (C = 3,
 //                     9 or 18 k steps: its epilogue, not its products) 0.34-0.41×
 //   im2col + GEMM, 13×13 (AlexNet conv5): int8 0.46× / 0.43×, bf16 0.54× / 0.39×
+//   im2col from a zero-padded copy of the image (a copy per output row and k, no bounds
+//   test), against the build before, alternately, 2 runs (results/cpu-zen5-2core/
+//   2026-12-03_narrow-planes-packed): AlexNet conv3 / conv4 (13×13) 1.07-1.19× / 1.29-1.41×
+//   faster at 1 / 2 threads, MobileNet's standard 3×3 at 7×7 1.04-1.06×; against
+//   conv2d.onednn.default now 0.70-0.76× / 0.59-0.74× on AlexNet's.
 // int8 on AVX2 (ukernel_avx2.cpp's 4×16 vpmaddwd tile), measured on the 2-core AMD EPYC
 // Zen 3 VM with the pixel rows gathered, one run (results/cpu-zen3-2core/
 // 2026-12-02_avx2-int8_cpu-vs-onednn): 3×3 0.25×, AlexNet conv1 0.40×, MobileNet pw6 0.35×
@@ -62,33 +67,25 @@ namespace {
 
 // Depth rows [k0, k1) of one image-group's column matrix, pixels along rows (row stride P):
 // col[k·P + p] = x[c][oh·SH − PH + r·DH][ow·SW − PW + s·DW] for k = (c·R + r)·S + s and pixel
-// p = oh·OW + ow, stored zero in the padding (bf16 +0, u8 0: value 0 at any scale). At
-// stride 1 each output row's part is one copy of an input row's run.
+// p = oh·OW + ow, from `pad`, the group's channels zero-padded (rows of IW + 2·PW, IH + 2·PH
+// of them a channel; bf16 +0, u8 0: value 0 at any scale): each output row's part one copy
+// (stride 1) or gather, without a bounds test. (From the unpadded image, a bounds test and
+// three copies per output row and k took 31 % of AlexNet conv4's int8 time at batch 16 on
+// the Zen 5 VM.)
 template <class T>
-void im2col(const Conv2d& cv, const T* x, int64_t k0, int64_t k1, T* col) {
-  const int64_t OH = cv.oh(), OW = cv.ow(), P = OH * OW, IH = cv.ih, IW = cv.iw;
+void im2col(const Conv2d& cv, const T* pad, int64_t k0, int64_t k1, T* col) {
+  const int64_t OH = cv.oh(), OW = cv.ow(), P = OH * OW, PH = cv.ih + 2 * cv.ph, PW = cv.iw + 2 * cv.pw;
   for (int64_t k = k0; k < k1; ++k) {
     const int64_t c = k / (cv.kh * cv.kw), r = k / cv.kw % cv.kh, s = k % cv.kw;
-    const int64_t iw0 = s * cv.dw - cv.pw;  // input column of output column 0
-    // Output columns [lo, hi) read inside the image (the same for every row): the first
-    // with ow·SW + iw0 ≥ 0, the first with ow·SW + iw0 ≥ IW.
-    const int64_t lo = std::min(iw0 >= 0 ? 0 : ceil_div(-iw0, cv.sw), OW),
-                  hi = std::clamp<int64_t>(iw0 >= IW ? 0 : ceil_div(IW - iw0, cv.sw), lo, OW);
-    for (int64_t oh = 0; oh < OH; ++oh) {
-      T* d = col + k * P + oh * OW;
-      const int64_t ih = oh * cv.sh - cv.ph + r * cv.dh;
-      if (ih < 0 || ih >= IH) {
-        std::fill(d, d + OW, T(0));
+    const T* src = pad + (c * PH + r * cv.dh) * PW + s * cv.dw;
+    T* d = col + k * P;
+    for (int64_t oh = 0; oh < OH; ++oh, d += OW, src += cv.sh * PW) {
+      if (cv.sw == 1) {
+        std::copy_n(src, OW, d);
         continue;
       }
-      const T* row = x + (c * IH + ih) * IW;
-      std::fill(d, d + lo, T(0));
-      if (cv.sw == 1)
-        std::copy(row + lo + iw0, row + hi + iw0, d + lo);
-      else
-        for (int64_t ow = lo; ow < hi; ++ow)
-          d[ow] = row[ow * cv.sw + iw0];
-      std::fill(d + hi, d + OW, T(0));
+      for (int64_t ow = 0; ow < OW; ++ow)
+        d[ow] = src[ow * cv.sw];
     }
   }
 }
@@ -116,6 +113,7 @@ class LowpConv final : public Kernel {
     indirect_ = path_ == LowpPath::avx512 && tiles_fill_lanes(cv_, kTileWidth);
     packed_.clear();
     col_ = {};
+    pad_col_ = {};
     sums_ = {};
     out_bf16_ = {};
     ws_ = {};
@@ -132,6 +130,11 @@ class LowpConv final : public Kernel {
                                     static_cast<const std::byte*>(w.data()) + size_t(g * k_g * depth) * eb,
                                     depth, 1));
     col_ = pointwise_ ? AlignedBuffer<std::byte>() : AlignedBuffer<std::byte>(size_t(P * depth) * eb);
+    // The image zero-padded for im2col (borders stay zero: only the interior is written).
+    pad_col_ =
+        pointwise_
+            ? AlignedBuffer<std::byte>()
+            : AlignedBuffer<std::byte>(size_t(cv_.ic * (cv_.ih + 2 * cv_.ph) * (cv_.iw + 2 * cv_.pw)) * eb);
     sums_ = AlignedBuffer<float>(size_t(P * k_g));  // int8: Cᵀ; bf16: partial sums between K slices
     if (elem_ == Elem::bf16) out_bf16_ = AlignedBuffer<uint16_t>(size_t(P * k_g));
     ws_ = Workspace(Isa::avx512, ctx.threads, true, false);  // AMX's and AVX2's blocks fit (gemm_lowp checks)
@@ -155,6 +158,7 @@ class LowpConv final : public Kernel {
     row_ = {};
     packed_.clear();
     col_ = {};
+    pad_col_ = {};
     sums_ = {};
     out_bf16_ = {};
     ws_ = {};
@@ -170,8 +174,8 @@ class LowpConv final : public Kernel {
                       : " im2col, pixels as rows");
   }
   size_t scratch_bytes() const override {
-    size_t b = ws_.bytes() + col_.bytes() + sums_.bytes() + out_bf16_.bytes() + weights_.bytes() +
-               padded_.bytes() + row_.bytes() + offsets_.size() * sizeof(int64_t);
+    size_t b = ws_.bytes() + col_.bytes() + pad_col_.bytes() + sums_.bytes() + out_bf16_.bytes() +
+               weights_.bytes() + padded_.bytes() + row_.bytes() + offsets_.size() * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
     return b;
@@ -304,15 +308,24 @@ class LowpConv final : public Kernel {
     const T* x = ts.at(Arg::src).as<T>();
     const float* bias = ts.at(Arg::bias).as<float>();
     T* col = reinterpret_cast<T*>(col_.data());
+    T* pad = reinterpret_cast<T*>(pad_col_.data());
+    const int64_t PH = cv_.ih + 2 * cv_.ph, PW = cv_.iw + 2 * cv_.pw;
     const bool bf16 = elem_ == Elem::bf16;
-    for (int64_t n = 0; n < cv_.mb; ++n)
+    for (int64_t n = 0; n < cv_.mb; ++n) {
+      if (!pointwise_)  // the image's rows into the padded one's interior
+        pool_->run([&](int tid, int threads) {
+          const Range part = split(cv_.ic * cv_.ih, 1, tid, threads);
+          for (int64_t i = part.first; i < part.last; ++i)
+            std::copy_n(x + n * cv_.ic * HW + i * cv_.iw, cv_.iw,
+                        pad + (i / cv_.ih * PH + i % cv_.ih + cv_.ph) * PW + cv_.pw);
+        });
       for (int64_t g = 0; g < cv_.g; ++g) {
         const T* xg = x + (n * cv_.ic + g * c_g) * HW;
         LowpStrided a{xg, 1, HW};  // a pointwise layer's column matrix is the image itself
         if (!pointwise_) {
           pool_->run([&](int tid, int threads) {
             const Range part = split(depth, 1, tid, threads);
-            im2col(cv_, xg, part.first, part.last, col);
+            im2col(cv_, pad + g * c_g * PH * PW, part.first, part.last, col);
           });
           a = {col, 1, P};
         }
@@ -330,6 +343,7 @@ class LowpConv final : public Kernel {
                                    ts.at(Arg::dst).as<float>() + first);
         });
       }
+    }
   }
 
   Conv2d cv_;
@@ -348,6 +362,7 @@ class LowpConv final : public Kernel {
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
   AlignedBuffer<std::byte> col_;
+  AlignedBuffer<std::byte> pad_col_;  // the image zero-padded, for im2col
   AlignedBuffer<float> sums_;
   AlignedBuffer<uint16_t> out_bf16_;
   Workspace ws_;
