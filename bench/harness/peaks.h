@@ -41,7 +41,8 @@ class Peaks {
   // above what the CPU's instructions allow at 6 GHz on every core) is measured again,
   // as is one on fewer threads well below its share of one on more, and a compute peak on
   // more threads well below as many times the rate per thread on fewer, kept as contended
-  // where it stays so (remeasure_inconsistent);
+  // where it stays so (remeasure_inconsistent); a compute peak on fewer threads still below
+  // its share of an uncontended one on more is raised to that share (raise_to_share);
   // a cache that cannot be written is written to the temporary directory instead, with
   // one warning. Thread counts above the cores are warned of (check_oversubscription).
   // A contended cached peak is measured again when the machine is quiet now, and a CPU
