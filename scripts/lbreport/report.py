@@ -76,14 +76,19 @@ def headline(wp, verdicts, runs, readme_dir, report_md=None):
            f"From `scripts/report` on {', '.join(os.path.basename(r.path) for r in runs)} ({sources}; {dates}). "
            "f32, no ReLU, hot caches; per layer type the backend with the highest throughput on each device, "
            "over the problems every backend of that type measured.", ""]
+    # The whitepaper table's columns by their CSV names, not their places (a column added to
+    # it once put "% of its ceiling" under "host peak MB" here).
+    col = {name: i for i, name in enumerate(wp.csv_headers)}
+    rate, pct = col["gflop_per_s"], col["pct_peak_median"]
     best = {}  # (type, device) -> (display cells, raw values) of the fastest row
     for cells, raw in zip(wp.rows, wp.raw):
-        key = (raw[0], raw[1])
-        if raw[6] is not None and (key not in best or raw[6] > best[key][1][6]):
+        key = (raw[col["type"]], raw[col["device"]])
+        if raw[rate] is not None and (key not in best or raw[rate] > best[key][1][rate]):
             best[key] = (cells, raw)
     devices = [d for d in ("cpu", "gpu") if any(k[1] == d for k in best)]
     if devices:
-        memory = {"cpu": ("host peak MB", 9), "gpu": ("device peak MB", 10)}
+        memory = {"cpu": ("host peak MB", col["host_peak_bytes_max"]),
+                  "gpu": ("device peak MB", col["device_peak_bytes_max"])}
         cols = [("layer type", "type")]
         for d in devices:
             cols += [(f"fastest {d.upper()} backend", f"{d}_backend"), ("GFLOP/s", f"{d}_gflop_per_s"),
@@ -94,7 +99,8 @@ def headline(wp, verdicts, runs, readme_dir, report_md=None):
             for d in devices:
                 if (typ, d) in best:
                     cells, raw = best[(typ, d)]
-                    row += [analysis.row_name((raw[1], raw[2], raw[3])), cells[6], cells[7], cells[memory[d][1]]]
+                    name = (raw[col["device"]], raw[col["backend"]], raw[col["threads"]])
+                    row += [analysis.row_name(name), cells[rate], cells[pct], cells[memory[d][1]]]
                 else:
                     row += ["—"] * 4
             t.add(row)

@@ -172,6 +172,17 @@ class Readme(unittest.TestCase):
             self.assertIn("| layer type | fastest CPU backend | GFLOP/s | % of peak | host peak MB |", text)
             rows = re.findall(r"^\| (\w+) \| \w+ ×\d+ \|", text, re.M)
             self.assertEqual(rows, ["dense", "conv", "depthwise", "pointwise", "lstm"])
+            # Each row's numbers are its whitepaper row's: GFLOP/s, % of peak, host peak MB.
+            wp = list(csv.DictReader(open(os.path.join(out, "whitepaper.csv"))))
+            for line in re.findall(r"^\| \w+ \| \w+ ×\d+ \|.*$", text, re.M):
+                cells = [c.strip() for c in line.strip("|").split("|")]
+                backend, threads = cells[1].split(" ×")
+                mine = [r for r in wp if r["type"] == cells[0] and r["backend"] == backend and r["threads"] == threads]
+                self.assertEqual(len(mine), 1, line)
+                self.assertAlmostEqual(float(cells[2]), float(mine[0]["gflop_per_s"]), delta=0.01 * float(cells[2]) + 0.5)
+                self.assertAlmostEqual(float(cells[3].rstrip(" %")), float(mine[0]["pct_peak_median"]), delta=0.06)
+                self.assertAlmostEqual(float(cells[4]), float(mine[0]["host_peak_bytes_max"]) / 1e6,
+                                       delta=0.01 * float(cells[4]) + 0.06, msg=line)
             self.assertRegex(text, r"Claims \(\[[^]]*docs/claims\.md\]\([^)]*docs/claims\.md\)\): "
                                    r"\d+ confirmed, .*\d+ not measured\.")
             self.assertIn("[the full report](report/report.md)", text)
