@@ -67,6 +67,17 @@ std::string filter_reason(const Conv2d& c) {
          " on AVX-512 hosts, so it is not asked";
 }
 
+// Padding past the filter's reach ((K − 1)·D) adds outputs that read only zeros; no network
+// has it, and oneDNN 2.6 took minutes (and gigabytes) to plan `kh=1 kw=11 pw=73741823` on a
+// 1×1 input on the Zen 5 VM (a fuzzer's find), so it is declined before oneDNN is asked.
+std::string padding_reason(const Conv2d& c) {
+  if (c.ph <= (c.kh - 1) * c.dh && c.pw <= (c.kw - 1) * c.dw) return {};
+  return "padding ph=" + std::to_string(c.ph) + " pw=" + std::to_string(c.pw) +
+         " past the filter's reach ((k - 1) * dilation): outputs that read only zeros, which oneDNN 2.6 can "
+         "take "
+         "minutes to plan, so it is not asked";
+}
+
 class OnednnConv2d final : public PlanKernel {
  public:
   explicit OnednnConv2d(Layouts layouts) : layouts_(layouts) {}
@@ -75,6 +86,7 @@ class OnednnConv2d final : public PlanKernel {
     if (std::string why = dtype_reason(p); !why.empty()) return why;
     if (std::string why = size_reason(p); !why.empty()) return why;
     if (std::string why = filter_reason(p.conv()); !why.empty()) return why;
+    if (std::string why = padding_reason(p.conv()); !why.empty()) return why;
     try {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
       const std::string impl = pd.impl_info_str();
