@@ -69,13 +69,18 @@ bool any_gpu_case(const std::vector<Case>& cases, bool supported_only = true) {
   });
 }
 
-Peaks peaks_for(const std::vector<Case>& cases, bool remeasure, bool resuming) {
+// The thread counts of a sweep's supported CPU cases.
+std::vector<int> cpu_threads_of(const std::vector<Case>& cases) {
   std::vector<int> cpu_threads;
   for (const Case& c : cases)
     if (c.unsupported.empty() && c.kernel->info.device == Device::cpu &&
         std::find(cpu_threads.begin(), cpu_threads.end(), c.threads) == cpu_threads.end())
       cpu_threads.push_back(c.threads);
-  return Peaks::for_threads(cpu_threads, any_gpu_case(cases), remeasure, resuming,
+  return cpu_threads;
+}
+
+Peaks peaks_for(const std::vector<Case>& cases, bool remeasure, bool resuming) {
+  return Peaks::for_threads(cpu_threads_of(cases), any_gpu_case(cases), remeasure, resuming,
                             [] { return interrupted_by() != 0; });
 }
 
@@ -255,15 +260,23 @@ Json run_settings(const cli::RunArgs& args) {
   return j;
 }
 
-// The peaks a run's % of peak figures divide by (cached per machine, contended ones too).
-std::string peaks_setting(const Peaks& peaks) {
-  std::string out;
+// The peaks a run's % of peak figures divide by (cached per machine, contended ones too):
+// those of its CPU thread counts and the GPU's, sorted — not the rest of the cache, which
+// other runs change (a peak over an hour old is measured again only by a run that uses it).
+std::string peaks_setting(const Peaks& peaks, const std::vector<Case>& cases) {
+  const std::vector<int> threads = cpu_threads_of(cases);
+  std::vector<std::string> used;
   for (const Peak& p : peaks.all()) {
+    const bool gpu = p.kind.rfind("gpu_", 0) == 0;
+    if (!gpu && std::find(threads.begin(), threads.end(), p.threads) == threads.end()) continue;
     char buf[128];
-    std::snprintf(buf, sizeof buf, "%s%s threads%d %.6g", out.empty() ? "" : "; ", p.kind.c_str(), p.threads,
-                  p.ops_per_second);
-    out += buf;
+    std::snprintf(buf, sizeof buf, "%s threads%d %.6g", p.kind.c_str(), p.threads, p.ops_per_second);
+    used.push_back(buf);
   }
+  std::sort(used.begin(), used.end());
+  std::string out;
+  for (const std::string& u : used)
+    out += (out.empty() ? "" : "; ") + u;
   return out;
 }
 
@@ -399,7 +412,7 @@ int run_command(const std::vector<std::string>& argv) {
   bool agree = !continuing || settings_agree(*log, settings, args, {"peaks"});
   // The peaks of the whole sweep, not only of the cases left: a resume records the same ones.
   const Peaks peaks = peaks_for(all, args.remeasure_peaks, continuing);
-  settings["peaks"] = peaks_setting(peaks);
+  settings["peaks"] = peaks_setting(peaks, all);
   if (continuing && agree) agree = settings_agree(*log, settings, args, {});
   std::vector<Case> cases = cases_to_run(std::move(all), continuing ? log.get() : nullptr, args.out);
   if (log && !continuing)
