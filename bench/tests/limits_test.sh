@@ -184,14 +184,17 @@ absent '"ops_per_second": (-|0[,.]|1e\+?30)' cache/peaks.json
 # A cached peak over an hour old is measured again (a VM's clock moves from hour to hour),
 # as is one from a cache that recorded no time; one line says why, and the cache then holds
 # the fresh time.
-python3 - "$peaks" <<'PY'
+# edit_peaks STATEMENT: runs the Python STATEMENT on each cached peak `e`, and saves.
+edit_peaks() {
+  python3 - "$peaks" "$1" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for e in doc["peaks"]:
-    if e["kind"] == "f32_fma" and e["threads"] == 1:
-        e["measured_unix"] -= 7300
+    exec(sys.argv[2])
 json.dump(doc, open(sys.argv[1], "w"), indent=2)
 PY
+}
+edit_peaks 'if e["kind"] == "f32_fma" and e["threads"] == 1: e["measured_unix"] -= 7300'
 uncontend "$peaks"
 LAYERBENCH_PEAKS=$peaks expect 0 "the cached peaks are 2\.[0-9] h old, over an hour" -- run --threads 1 --out "$tmp/one.json"
 present 'measuring the f32_fma peak on 1 thread' err
@@ -201,13 +204,7 @@ doc = json.load(open(sys.argv[1]))
 sys.exit(0 if any(e["kind"] == "f32_fma" and e["threads"] == 1 and time.time() - e["measured_unix"] < 600
                   for e in doc["peaks"]) else 1)
 PY
-python3 - "$peaks" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for e in doc["peaks"]:
-    e.pop("measured_unix", None)
-json.dump(doc, open(sys.argv[1], "w"), indent=2)
-PY
+edit_peaks 'e.pop("measured_unix", None)'
 uncontend "$peaks"
 LAYERBENCH_PEAKS=$peaks expect 0 "the cached peaks have no time of measurement" -- run --threads 1 --out "$tmp/one.json"
 present 'measuring the f32_fma peak on 1 thread' err

@@ -71,7 +71,8 @@
 // across the pool, each thread padding into its own buffer only the input rows its blocks
 // read (no barrier; batch 1 is split by output rows, not by images). AVX-512, each image
 // padded (threads split channels), then its pixel tiles split across the pool. Packed path
-// (scalar, and 1×1): the pixels of one image (batch < threads) or whole images per thread.
+// (scalar, AVX-512 planes narrower than 24 pixels, and 1×1): the pixels of one image (batch <
+// threads) or whole images per thread (small planes several at a time, folded).
 //
 // Prediction, AVX-512 (3×3, C=K=64, 56×56, batch 1: 231 MFLOP): compute-bound; the 64-row M
 // is four 14-row tiles and one 8-row tile, and 32-pixel tiles within a 56-pixel row use 56 of
@@ -194,10 +195,10 @@ class ImplicitGemmConv final : public Kernel {
       for (int64_t g = 0; g < cv_.g; ++g)
         packed_.emplace_back(isa_, true, kg, depth, Strided{w + g * kg * depth, depth, 1});
     }
+    // The padded image split into SW phase images along W (tap_offsets(), common.h).
+    pad_h_ = cv_.ih + 2 * cv_.ph;
+    phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
     if (indirect_) {
-      // The padded image split into SW phase images along W (tap_offsets(), common.h).
-      pad_h_ = cv_.ih + 2 * cv_.ph;
-      phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
       tiles_.clear();
       pixels_.clear();
       rows_ = pad_h_;
@@ -216,27 +217,19 @@ class ImplicitGemmConv final : public Kernel {
           span = std::max(span, padded_rows(b).last - padded_rows(b).first);
         rows_ = std::min(pad_h_, span + 8 * cv_.sh);
       }
-      // Borders stay zero; 32 more floats because the AVX-512 micro-kernel reads a whole tile
-      // width past the last offset of a narrower tile. AVX2: a window per thread (see run()).
-      padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
-      padded_ = AlignedBuffer<float>(size_t(padded_floats_ * (isa_ == Isa::avx2 ? threads_ : 1)));
-      offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
+      make_padded(rows_, isa_ == Isa::avx2 ? threads_ : 1);  // AVX2: a window per thread (see run())
     } else if (pixel_rows_) {
       ws_ = Workspace(isa_, ctx.threads, true, false, depth);
-    } else if (pointwise_) {
-      ws_ = Workspace(isa_, ctx.threads, false, true, depth);
     } else {
       ws_ = Workspace(isa_, ctx.threads, false, true, depth);
+    }
+    if (!indirect_ && !pointwise_) {
       // Images folded into one product where a plane has fewer pixels than kFoldPixels and each
       // thread has images enough (see the header).
       fold_ = cv_.mb < 2 * threads_ ? 1 : std::min(ceil_div(kFoldPixels, P), cv_.mb / threads_);
       if (fold_ > 1) sums_ = AlignedBuffer<float>(size_t(threads_ * kg * fold_ * P));
       // The images padded as the indirect path pads them: one (batch < threads) or fold_ per thread.
-      pad_h_ = rows_ = cv_.ih + 2 * cv_.ph;
-      phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
-      padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
-      padded_ = AlignedBuffer<float>(size_t(padded_floats_ * (cv_.mb < threads_ ? 1 : threads_ * fold_)));
-      offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
+      make_padded(pad_h_, cv_.mb < threads_ ? 1 : threads_ * fold_);
     }
   }
 
@@ -504,6 +497,16 @@ class ImplicitGemmConv final : public Kernel {
         }
       }
     }
+  }
+
+  // `copies` padded images (or windows) of `rows` rows a channel, and the k steps' offsets in
+  // one. Borders stay zero; 32 more floats because the AVX-512 micro-kernel reads a whole tile
+  // width past the last offset of a narrower tile.
+  void make_padded(int64_t rows, int64_t copies) {
+    rows_ = rows;
+    padded_floats_ = cv_.sw * cv_.ic * rows_ * phase_w_ + kTileWidth;
+    padded_ = AlignedBuffer<float>(size_t(padded_floats_ * copies));
+    offsets_ = tap_offsets(cv_, cv_.ic / cv_.g, rows_, phase_w_, cv_.ic * rows_ * phase_w_);
   }
 
   // One image into the padded image `pad` on the whole pool: the image's (channel, row) pairs
