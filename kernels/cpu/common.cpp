@@ -69,16 +69,26 @@ void interleave_rows(const uint16_t* const* c, int have, int64_t n, uint32_t* d,
 }
 
 std::vector<PixelTile> pixel_tiles(const Conv2d& cv, int64_t width) {
+  const int64_t OW = cv.ow();
+  if (OW >= width) return plane_panels(cv, width);
+  std::vector<PixelTile> tiles;
+  for (int64_t oh = 0; oh < cv.oh(); ++oh)
+    for (int64_t ow = 0; ow < OW; ow += width)
+      tiles.push_back({oh, ow, std::min(width, OW - ow)});
+  return tiles;
+}
+
+std::vector<PixelTile> plane_panels(const Conv2d& cv, int64_t width) {
   std::vector<PixelTile> tiles;
   const int64_t OW = cv.ow(), P = cv.oh() * OW;
-  if (OW >= width)
-    for (int64_t j = 0; j < P; j += width)
-      tiles.push_back({j / OW, j % OW, std::min(width, P - j)});
-  else
-    for (int64_t oh = 0; oh < cv.oh(); ++oh)
-      for (int64_t ow = 0; ow < OW; ow += width)
-        tiles.push_back({oh, ow, std::min(width, OW - ow)});
+  for (int64_t j = 0; j < P; j += width)
+    tiles.push_back({j / OW, j % OW, std::min(width, P - j)});
   return tiles;
+}
+
+bool panels_fill_lanes(const Conv2d& cv, int64_t width) {
+  const int64_t P = cv.oh() * cv.ow();
+  return P * 100 >= ceil_div(P, width) * width * 85;
 }
 
 bool tiles_fill_lanes(const Conv2d& cv, int64_t width) {

@@ -51,6 +51,12 @@ struct PixelTile {
   int64_t oh, ow, n;  // first output pixel, pixels
 };
 std::vector<PixelTile> pixel_tiles(const Conv2d& cv, int64_t width);
+// Tiles of `width` output pixels in raster order across rows, whatever a row's width: the
+// panels that pack_pixel_panel builds.
+std::vector<PixelTile> plane_panels(const Conv2d& cv, int64_t width);
+// Whether those panels are at least 85 % used: 13×13 and 14×14 planes (88 %), not 7×7 (49
+// pixels in 64 lanes, 77 %).
+bool panels_fill_lanes(const Conv2d& cv, int64_t width);
 // Whether those tiles are at least 3/4 used: output rows of `width` pixels or more (tiles
 // across rows), or of 3/4 of `width` or more (a tile per row). Narrower planes fill a
 // GEMM's pixel panels, which run across rows, far better: at 13 or 14 pixels a tile per row
@@ -64,6 +70,45 @@ bool tiles_fill_lanes(const Conv2d& cv, int64_t width);
 // tile's first pixel.
 std::vector<int64_t> tap_offsets(const Conv2d& cv, int64_t units, int64_t rows, int64_t phase_w,
                                  int64_t phase);
+
+// A panel of output pixels [first, first + n), n ≤ width, at each of kc k steps: d[k·width + j]
+// = pad[(i·image) + oh·row + ow + off[k]] for column j's pixel oh·OW + ow of image i (column
+// first + j is pixel (first + j) % P of image (first + j) / P). Each output row's run of pixels
+// is one copy per k step, without a bounds test (the padding is in the image). Lanes past n are
+// zero; with `slack` (every source readable `width` elements past a run's start, and d writable
+// `width` elements past its last row) each run is instead a copy of fixed length, 8, 16 or
+// `width` elements, in order, the next run overwriting what one copied past its end — what is
+// left past n is then not zero, for a tile that stores only n pixels.
+template <class T>
+void pack_pixel_panel(const T* pad, int64_t image, int64_t row, int64_t OW, int64_t P, int64_t first,
+                      int64_t n, const int64_t* off, int64_t kc, int width, bool slack, T* d) {
+  struct Run {
+    const T* src;
+    int64_t len, at;
+  };
+  Run runs[64];  // at most width (≤ 64) runs
+  int nruns = 0;
+  int64_t longest = 0;
+  for (int64_t at = 0; at < n;) {
+    const int64_t j = first + at, p = j % P, oh = p / OW, ow = p % OW, len = std::min(n - at, OW - ow);
+    runs[nruns++] = {pad + j / P * image + oh * row + ow, len, at};
+    longest = std::max(longest, len);
+    at += len;
+  }
+  auto fixed = [&]<int W>(std::integral_constant<int, W>) {
+    for (int64_t k = 0; k < kc; ++k, d += width)
+      for (int u = 0; u < nruns; ++u)
+        std::copy_n(runs[u].src + off[k], W, d + runs[u].at);
+  };
+  if (slack && longest <= 8) return fixed(std::integral_constant<int, 8>{});
+  if (slack && longest <= 16) return fixed(std::integral_constant<int, 16>{});
+  if (slack && width == 32) return fixed(std::integral_constant<int, 32>{});
+  for (int64_t k = 0; k < kc; ++k, d += width) {
+    if (n < width) std::fill(d + n, d + width, T{});
+    for (int u = 0; u < nruns; ++u)
+      std::copy_n(runs[u].src + off[k], runs[u].len, d + runs[u].at);
+  }
+}
 
 // relu=inplace: dst := max(dst, 0); relu=separate: relu_dst := max(dst, 0) (f32 or bf16
 // storage); else nothing. Split across the pool.

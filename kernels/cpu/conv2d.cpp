@@ -527,32 +527,14 @@ class ImplicitGemmConv final : public Kernel {
   // Columns [j0, j0+count) × depth rows [k0, k0+kc) of the col matrix in NR-pixel panels, from
   // padded images padded_floats_ apart (column j: pixel j % P of image j / P; `pad` at a
   // group's first channel): element (k, pixel oh·OW + ow) at pad + offsets_[k] + oh·SH·phase_w_
-  // + ow, zero past count. A panel's pixels are runs along output rows, each copied whole at
-  // every k step, without a bounds test: the padding is in the image.
+  // + ow, zero past count: NR-pixel panels of pack_pixel_panel (common.h).
   void pack_padded(const float* pad, int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr,
                    float* dst) const {
     const int64_t OW = cv_.ow(), P = cv_.oh() * OW;
-    const int64_t* off = offsets_.data() + k0;
-    for (int64_t q = 0, panels = ceil_div(count, nr); q < panels; ++q) {
-      float* d = dst + q * kc * nr;
-      const int64_t first = j0 + q * nr, n = std::min<int64_t>(nr, count - q * nr);
-      struct Run {
-        const float* src;
-        int64_t len, at;
-      };
-      Run runs[64];  // at most NR (≤ 32) runs
-      int nruns = 0;
-      for (int64_t at = 0; at < n;) {
-        const int64_t j = first + at, p = j % P, oh = p / OW, ow = p % OW, len = std::min(n - at, OW - ow);
-        runs[nruns++] = {pad + j / P * padded_floats_ + oh * cv_.sh * phase_w_ + ow, len, at};
-        at += len;
-      }
-      for (int64_t k = 0; k < kc; ++k, d += nr) {
-        if (n < nr) std::fill(d + n, d + nr, 0.0f);
-        for (int u = 0; u < nruns; ++u)
-          std::copy_n(runs[u].src + off[k], runs[u].len, d + runs[u].at);
-      }
-    }
+    for (int64_t q = 0, panels = ceil_div(count, nr); q < panels; ++q)
+      pack_pixel_panel(pad, padded_floats_, cv_.sh * phase_w_, OW, P, j0 + q * nr,
+                       std::min<int64_t>(nr, count - q * nr), offsets_.data() + k0, kc, nr, false,
+                       dst + q * kc * nr);
   }
 
   // The packed path (scalar; AVX-512 planes narrower than tiles_fill_lanes): each image padded

@@ -1,4 +1,4 @@
-// conv2d.cpu.default in bf16 and int8 (conv2d.cpp hands these dtypes here), two ways:
+// conv2d.cpu.default in bf16 and int8 (conv2d.cpp hands these dtypes here), three ways:
 //
 // Indirect (AVX-512 with VNNI / BF16, output rows of 24 pixels or more): as the f32 path's
 // indirect tile (conv2d.cpp), with 4-byte elements of consecutive channels instead of
@@ -13,7 +13,26 @@
 // straight into y's NCHW rows (f32, or bf16). Tiles run in raster order across output rows
 // as f32's do. No column matrix, no packing of pixels, no transpose.
 //
-// Otherwise (AMX, AVX2's int8, planes narrower than 24 pixels): im2col, then the
+// Pixel panels (AVX-512, output rows narrower than 24 pixels, not pointwise, a plane that
+// fills its 32-pixel panels at least 85 %: 13×13 and 14×14, not 7×7): the same tile over a
+// panel of 32 output pixels in raster order across rows, packed from the padded image per
+// k step (pack_pixel_panel: a copy per output row's run of pixels, the whole depth; k step k
+// at k·32). A panel is packed once per group and then read by every 14-channel weight panel
+// (its copy against 19-27 tiles' dot products at AlexNet's 256-384 channels, a few %); the
+// plane's 6-7 panels use 88 % of their lanes, where the GEMM below fills 93-100 % of its
+// 14-row panels but copies each pixel's depth twice (im2col, then A's packing) and its C
+// once more (the transpose): 31 % of our time on AlexNet conv5 at batch 16 against 69 % in
+// the tile. Whole images per thread where the batch shares out evenly; else the pool splits
+// an image's weight panels (7 pixel panels on 2 threads would split 4 : 3). Predicted ≥ 1.2×
+// on AlexNet conv3-5. Measured on the 2-core AMD EPYC Zen 5 VM (the build before and this
+// one alternately, 2 runs; results/cpu-zen5-2core/2026-12-04_lowp-pixel-panels), old ÷ new:
+// AlexNet conv3-5 (13×13) 1.08-1.49×, MobileNet's standard 3×3 at 14×14 1.03-1.18×, 7×7
+// (unchanged, the noise) 0.88-1.15×. 7×7 stays on the GEMM: panels (77 % of their lanes)
+// measured 0.5-0.9× there; slicing the depth so that a block of 8 panels and a weight slice
+// stay in L2 / L1 measured 3-5 % slower than one pass. Against conv2d.onednn.default now
+// 0.69-0.90× on AlexNet conv3-5, 0.80-0.89× at 14×14.
+//
+// Otherwise (AMX, AVX2's int8, pointwise and 7×7 planes): im2col, then the
 // low-precision GEMM of gemm.h on the path lowp_path() picks, then C transposed into NCHW.
 // Per image and group:  Cᵀ (P × K_g) = colᵀ (P × C_g·R·S) · W_gᵀ + bias, P = OH·OW pixels
 // as C's rows (14-row panels fill small planes where 32-pixel tiles would not), W_g the B
@@ -108,10 +127,16 @@ class LowpConv final : public Kernel {
     const size_t eb = elem_ == Elem::bf16 ? 2 : 1;
     scale_ = elem_ == Elem::u8s8 ? float(ts.at(Arg::src).scale() * w.scale()) : 1.0f;
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
+    threads_ = ctx.threads;
     // Indirect where its 32-pixel tiles are at least 3/4 used (output rows of 24 pixels or
-    // more); narrower planes fill the GEMM's 14-pixel panels better.
-    indirect_ = path_ == LowpPath::avx512 && tiles_fill_lanes(cv_, kTileWidth);
+    // more); narrower planes through the same tile from 32-pixel panels packed across rows
+    // (pixel_panels_), but for pointwise layers, whose image is the GEMM's column matrix as it is.
+    pixel_panels_ = path_ == LowpPath::avx512 && !tiles_fill_lanes(cv_, kTileWidth) && !pointwise_ &&
+                    panels_fill_lanes(cv_, kTileWidth);
+    indirect_ = path_ == LowpPath::avx512 && (tiles_fill_lanes(cv_, kTileWidth) || pixel_panels_);
     packed_.clear();
+    panel_ = {};
+    panel_offsets_.clear();
     col_ = {};
     pad_col_ = {};
     sums_ = {};
@@ -141,7 +166,11 @@ class LowpConv final : public Kernel {
   }
 
   void run(TensorSet& ts) override {
-    if (indirect_ && elem_ == Elem::bf16)
+    if (pixel_panels_ && elem_ == Elem::bf16)
+      run_panels<uint16_t>(ts);
+    else if (pixel_panels_)
+      run_panels<uint8_t>(ts);
+    else if (indirect_ && elem_ == Elem::bf16)
       run_indirect<uint16_t>(ts);
     else if (indirect_)
       run_indirect<uint8_t>(ts);
@@ -156,6 +185,7 @@ class LowpConv final : public Kernel {
     weights_ = {};
     padded_ = {};
     row_ = {};
+    panel_ = {};
     packed_.clear();
     col_ = {};
     pad_col_ = {};
@@ -170,12 +200,13 @@ class LowpConv final : public Kernel {
     return "isa=" + std::string(name(path_)) + " " + std::string(lowp_instruction(elem_, path_)) +
            " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
            (indirect_ ? " indirect, channel " + std::string(elem_ == Elem::bf16 ? "pairs" : "quads") +
-                            " from a padded image"
+                            " from a padded image" + (pixel_panels_ ? ", packed in 32-pixel panels" : "")
                       : " im2col, pixels as rows");
   }
   size_t scratch_bytes() const override {
     size_t b = ws_.bytes() + col_.bytes() + pad_col_.bytes() + sums_.bytes() + out_bf16_.bytes() +
-               weights_.bytes() + padded_.bytes() + row_.bytes() + offsets_.size() * sizeof(int64_t);
+               weights_.bytes() + padded_.bytes() + row_.bytes() + panel_.bytes() +
+               (offsets_.size() + panel_offsets_.size()) * sizeof(int64_t);
     for (const Packed& p : packed_)
       b += p.bytes();
     return b;
@@ -215,42 +246,137 @@ class LowpConv final : public Kernel {
     phase_w_ = ceil_div(cv_.iw + 2 * cv_.pw, cv_.sw);
     phase_ = cv_.g * quads_ * pad_h_ * phase_w_;
     // Borders stay zero; a tile width more: the tile reads 32 elements past its last offset.
-    padded_ = AlignedBuffer<uint32_t>(size_t(cv_.sw * phase_ + kTileWidth));
-    std::fill(padded_.data(), padded_.data() + padded_.size(), 0u);
+    padded_elems_ = cv_.sw * phase_ + kTileWidth;
     offsets_ = tap_offsets(cv_, quads_, pad_h_, phase_w_, phase_);
-    tiles_ = pixel_tiles(cv_, kTileWidth);
+    int64_t copies = 1;
+    if (pixel_panels_) {
+      tiles_ = plane_panels(cv_, kTileWidth);
+      // Whole images per thread where they share out evenly (no barrier: a 13×13 plane's 6
+      // panels, a 14×14 plane's 7, would otherwise split 4 : 3 on 2 threads); else each image
+      // padded by the pool and its panels split.
+      own_images_ = cv_.mb % threads_ == 0;
+      if (own_images_) copies = threads_;
+      // A panel per thread, a tile width of slack for pack_pixel_panel's fixed-length copies;
+      // the tile reads k step k at k·32.
+      panel_ = AlignedBuffer<uint32_t>(size_t(threads_ * (steps_ + 1) * kTileWidth));
+      panel_offsets_.resize(size_t(steps_));
+      for (int64_t k = 0; k < steps_; ++k)
+        panel_offsets_[size_t(k)] = k * kTileWidth;
+    } else {
+      tiles_ = pixel_tiles(cv_, kTileWidth);
+    }
+    padded_ = AlignedBuffer<uint32_t>(size_t(padded_elems_ * copies));
+    std::fill(padded_.data(), padded_.data() + padded_.size(), 0u);
   }
 
   // One image's channels into the padded image (interior only), the pool splitting the
   // input rows of every group's quads (or pairs) among the threads.
   template <class T>
   void pad_image(const T* x) {
-    const int64_t c_g = cv_.ic / cv_.g, IH = cv_.ih, IW = cv_.iw;
     pool_->run([&](int tid, int threads) {
-      const Range part = split(cv_.g * quads_ * IH, 1, tid, threads);  // input rows of each quad
-      uint32_t* tmp = row_.data() + tid * IW;  // width stride > 1: a row before its phases
-      for (int64_t u = part.first; u < part.last; ++u) {
-        const int64_t gq = u / IH, ih = u % IH, c0 = gq / quads_ * c_g + gq % quads_ * per_;
-        const int have = int(std::min<int64_t>(per_, c_g - gq % quads_ * per_));
-        const T* rows[4] = {};
-        for (int j = 0; j < have; ++j)
-          rows[j] = x + ((c0 + j) * IH + ih) * IW;
-        uint32_t* line = padded_.data() + (gq * pad_h_ + ih + cv_.ph) * phase_w_;
-        if (cv_.sw == 1) {
-          interleave_rows(rows, have, IW, line + cv_.pw);
-          continue;
-        }
-        interleave_rows(rows, have, IW, tmp);
-        int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
-        for (int64_t iw = 0; iw < IW; ++iw) {
-          line[phase * phase_ + col] = tmp[iw];
-          if (++phase == cv_.sw) {
-            phase = 0;
-            ++col;
-          }
+      const Range part = split(cv_.g * quads_ * cv_.ih, 1, tid, threads);
+      pad_rows(x, padded_.data(), part.first, part.last, row_tmp(tid));
+    });
+  }
+  // Input rows [first, last) of every group's quads (or pairs), row u the input row u % IH of
+  // quad u / IH, into `pad`'s interior; tmp: IW words (width stride > 1: a row before its phases).
+  template <class T>
+  void pad_rows(const T* x, uint32_t* pad, int64_t first, int64_t last, uint32_t* tmp) const {
+    const int64_t c_g = cv_.ic / cv_.g, IH = cv_.ih, IW = cv_.iw;
+    for (int64_t u = first; u < last; ++u) {
+      const int64_t gq = u / IH, ih = u % IH, c0 = gq / quads_ * c_g + gq % quads_ * per_;
+      const int have = int(std::min<int64_t>(per_, c_g - gq % quads_ * per_));
+      const T* rows[4] = {};
+      for (int j = 0; j < have; ++j)
+        rows[j] = x + ((c0 + j) * IH + ih) * IW;
+      uint32_t* line = pad + (gq * pad_h_ + ih + cv_.ph) * phase_w_;
+      if (cv_.sw == 1) {
+        interleave_rows(rows, have, IW, line + cv_.pw);
+        continue;
+      }
+      interleave_rows(rows, have, IW, tmp);
+      int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
+      for (int64_t iw = 0; iw < IW; ++iw) {
+        line[phase * phase_ + col] = tmp[iw];
+        if (++phase == cv_.sw) {
+          phase = 0;
+          ++col;
         }
       }
-    });
+    }
+  }
+
+  uint32_t* row_tmp(int tid) { return row_.size() ? row_.data() + tid * cv_.iw : nullptr; }
+
+  // Narrow planes: each image padded as run_indirect pads it, then its plane_panels through
+  // panel_tile, whole images per thread (own_images_) or else each image's 14-channel weight
+  // panels split across the pool, every thread taking all of its panels (a thread packs each
+  // one, a small copy; a 14×14 plane's 7 pixel panels on 2 threads would split 4 : 3).
+  template <class T>
+  void run_panels(TensorSet& ts) {
+    const int64_t IHW = cv_.ic * cv_.ih * cv_.iw, rows = cv_.g * quads_ * cv_.ih,
+                  tpi = int64_t(tiles_.size());
+    const T* x = ts.at(Arg::src).as<T>();
+    if (own_images_) {
+      pool_->run([&](int tid, int threads) {
+        const Range part = split(cv_.mb, 1, tid, threads);
+        uint32_t* pad = padded_.data() + tid * padded_elems_;
+        for (int64_t n = part.first; n < part.last; ++n) {
+          pad_rows(x + n * IHW, pad, 0, rows, row_tmp(tid));
+          for (int64_t t = 0; t < tpi; ++t)
+            panel_tile(pad, n, tiles_[size_t(t)], {0, cv_.g * panels_}, tid, ts);
+        }
+      });
+      return;
+    }
+    for (int64_t n = 0; n < cv_.mb; ++n) {
+      pad_image(x + n * IHW);
+      pool_->run([&](int tid, int threads) {
+        const Range part = split(cv_.g * panels_, 1, tid, threads);
+        for (int64_t t = 0; t < tpi; ++t)
+          panel_tile(padded_.data(), n, tiles_[size_t(t)], part, tid, ts);
+      });
+    }
+  }
+
+  // One pixel panel of image n (padded at `pad`) through weight panels `w` (panel i: group
+  // i / panels_'s 14-channel panel i % panels_): per group, its pixels packed (pack_pixel_panel,
+  // the whole depth) into thread tid's panel, then the tile over it per weight panel, the whole
+  // depth in one pass as run_indirect's.
+  void panel_tile(const uint32_t* pad, int64_t n, const PixelTile& pt, Range w, int tid, TensorSet& ts) {
+    const int64_t k_g = cv_.oc / cv_.g, OW = cv_.ow(), P = cv_.oh() * OW, first = pt.oh * OW + pt.ow;
+    const bool bf16 = elem_ == Elem::bf16;
+    void (*tile)(const IndirectArgs&) = bf16 ? ukr_bf16_indirect_avx512 : ukr_u8s8_indirect_avx512;
+    Tensor& dst = ts.at(Arg::dst);
+    const float* bias = ts.at(Arg::bias).as<float>();
+    uint32_t* panel = panel_.data() + tid * (steps_ + 1) * kTileWidth;
+    IndirectArgs u;
+    u.ldc = P;
+    u.relu = relu_ == Relu::fused;
+    u.scale = scale_;
+    u.kc = steps_;
+    u.off = panel_offsets_.data();
+    u.load_c = false;
+    u.last = true;
+    u.x = reinterpret_cast<const float*>(panel);
+    u.n = int(pt.n);
+    for (int64_t i = w.first; i < w.last;) {
+      const int64_t g = i / panels_, end = std::min(w.last, (g + 1) * panels_);
+      pack_pixel_panel(pad + g * quads_ * pad_h_ * phase_w_, 0, cv_.sh * phase_w_, OW, P, first, pt.n,
+                       offsets_.data(), steps_, kTileWidth, true, panel);
+      for (; i < end; ++i) {
+        const int64_t m0 = i % panels_ * kRows;
+        u.m = int(std::min<int64_t>(kRows, k_g - m0));
+        u.a = reinterpret_cast<const float*>(weights_.data() + i * steps_ * kRows);
+        u.bias_row = bias + g * k_g + m0;
+        const int64_t at = (n * cv_.oc + g * k_g + m0) * P + first;
+        if (bf16)
+          u.out_bf16 = dst.as<uint16_t>() + at;
+        else
+          u.c = dst.as<float>() + at;
+        tile(u);
+      }
+    }
   }
 
   template <class T>
@@ -354,10 +480,14 @@ class LowpConv final : public Kernel {
   bool pointwise_ = false;  // 1×1, stride 1, unpadded: the image is its own column matrix
   // The indirect path (AVX-512): see prepare_indirect().
   bool indirect_ = false;
+  // Narrow planes (run_panels): whole images per thread (own_images_), each its padded copy.
+  bool pixel_panels_ = false, own_images_ = false;
+  int64_t padded_elems_ = 0;
+  int threads_ = 1;
   int per_ = 4;  // channels per 4-byte element: 2 bf16, 4 u8
   int64_t quads_ = 0, steps_ = 0, panels_ = 0, pad_h_ = 0, phase_w_ = 0, phase_ = 0;
-  AlignedBuffer<uint32_t> weights_, padded_, row_;
-  std::vector<int64_t> offsets_;
+  AlignedBuffer<uint32_t> weights_, padded_, row_, panel_;
+  std::vector<int64_t> offsets_, panel_offsets_;
   std::vector<PixelTile> tiles_;
   std::unique_ptr<Pool> pool_;
   std::vector<Packed> packed_;
