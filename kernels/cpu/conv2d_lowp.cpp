@@ -32,6 +32,17 @@
 // stay in L2 / L1 measured 3-5 % slower than one pass. Against conv2d.onednn.default now
 // 0.69-0.90× on AlexNet conv3-5, 0.80-0.89× at 14×14.
 //
+// Width stride 2 and 4 (both paths above): each padded row's SW phases come from the
+// channel-interleaved row by phase_split_avx512's permutes, as f32's do, where one 4-byte
+// element at a time had taken 37 % of MobileNet conv1's bf16 samples (batch 8, 1 thread; 17 %
+// after). Measured on the 2-core AMD EPYC Zen 5 VM, the build before and this one
+// alternately (results/cpu-zen5-2core/2026-12-04_lowp-phase-split), old ÷ new at 2 / 1
+// threads: MobileNet conv1 1.28-1.54× / 1.07-1.49×, AlexNet conv1 1.08-1.17× /
+// 1.05-1.13×, a 3×3 stride-2 layer at C = 64 1.15-1.18× / 1.07-1.14×; against
+// conv2d.onednn.default after: 0.98-2.53×, 1.03-1.38×, 0.74-1.17×. 1×1 layers keep the
+// split below: narrow planes through this tile measured 0.65-0.8× the GEMM, wide ones
+// through the GEMM 0.3-0.6× the tile.
+//
 // Otherwise (AMX, AVX2's int8, pointwise and 7×7 planes): im2col, then the
 // low-precision GEMM of gemm.h on the path lowp_path() picks, then C transposed into NCHW.
 // Per image and group:  Cᵀ (P × K_g) = colᵀ (P × C_g·R·S) · W_gᵀ + bias, P = OH·OW pixels
@@ -295,6 +306,11 @@ class LowpConv final : public Kernel {
         continue;
       }
       interleave_rows(rows, have, IW, tmp);
+      if (path_ == LowpPath::avx512 && (cv_.sw == 2 || cv_.sw == 4)) {  // by permutes, as f32's (conv2d.cpp)
+        phase_split_avx512(reinterpret_cast<const float*>(tmp), IW, cv_.pw, int(cv_.sw), phase_w_,
+                           reinterpret_cast<float*>(line), phase_);
+        continue;
+      }
       int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
       for (int64_t iw = 0; iw < IW; ++iw) {
         line[phase * phase_ + col] = tmp[iw];
