@@ -39,11 +39,11 @@
 // alternately (results/cpu-zen5-2core/2026-12-04_lowp-phase-split), old ÷ new at 2 / 1
 // threads: MobileNet conv1 1.28-1.54× / 1.07-1.49×, AlexNet conv1 1.08-1.17× /
 // 1.05-1.13×, a 3×3 stride-2 layer at C = 64 1.15-1.18× / 1.07-1.14×; against
-// conv2d.onednn.default after: 0.98-2.53×, 1.03-1.38×, 0.74-1.17×. 1×1 layers keep the
-// split below: narrow planes through this tile measured 0.65-0.8× the GEMM, wide ones
-// through the GEMM 0.3-0.6× the tile.
+// conv2d.onednn.default after: 0.98-2.53×, 1.03-1.38×, 0.74-1.17×. 1×1 layers keep their
+// paths (same host, same way): on 14×14 and 7×7 planes the GEMM (this tile in 32-pixel panels
+// across rows measured 0.65-0.8× of it), on 28² and wider the tile (the GEMM 0.3-0.6× of it).
 //
-// Otherwise (AMX, AVX2's int8, pointwise and 7×7 planes): im2col, then the
+// Otherwise (AMX, AVX2's int8, 7×7 planes, 1×1 layers narrower than 24 pixels): im2col, then the
 // low-precision GEMM of gemm.h on the path lowp_path() picks, then C transposed into NCHW.
 // Per image and group:  Cᵀ (P × K_g) = colᵀ (P × C_g·R·S) · W_gᵀ + bias, P = OH·OW pixels
 // as C's rows (14-row panels fill small planes where 32-pixel tiles would not), W_g the B
