@@ -91,7 +91,7 @@
 // The padded copy at width stride 2 and 4 (AVX-512): it was 7 % of AlexNet conv1's timed
 // samples at 1 thread on the Zen 5 VM, one strided element at a time, and at 2 threads the
 // split by channels gave one thread 2 of the 3. Now 16 elements of every phase come from
-// 16·SW columns by permutes (phase_split_avx512) and the threads split (channel, row)
+// 16·SW columns by permutes (split_phases, common.h) and the threads split (channel, row)
 // pairs: predicted ≤ 1.06× at 1 thread, ≤ 1.1× at 2. Measured on the 2-core AMD EPYC Zen 5
 // VM, the build before and this one alternately, 3 runs
 // (results/cpu-zen5-2core/2026-12-03_conv-phase-split), old ÷ new at 1 / 2 threads: AlexNet
@@ -369,20 +369,7 @@ class ImplicitGemmConv final : public Kernel {
           std::copy(row, row + IW, dst + cv_.pw);
           continue;
         }
-        if (isa_ == Isa::avx512 && (SW == 2 || SW == 4)) {  // by permutes (see the header)
-          phase_split_avx512(row, IW, cv_.pw, int(SW), phase_w_, dst, phase);
-          continue;
-        }
-        // Phase p holds padded columns p, p + SW, …: input columns w0 + j·SW, w0 = p − PW,
-        // of which j in [lo, hi) are in the input (measured: a bounds test per element took
-        // 10 % of AlexNet conv1's time on AVX2).
-        for (int64_t p = 0; p < SW; ++p) {
-          float* d = dst + p * phase;
-          const int64_t w0 = p - cv_.pw, lo = w0 >= 0 ? 0 : (SW - 1 - w0) / SW;
-          const int64_t hi = w0 >= IW ? 0 : std::min(phase_w_, (IW - 1 - w0) / SW + 1);
-          for (int64_t j = lo; j < hi; ++j)
-            d[j] = row[w0 + j * SW];
-        }
+        split_phases(isa_ == Isa::avx512, row, IW, cv_.pw, SW, phase_w_, dst, phase);  // see the header
       }
   }
 

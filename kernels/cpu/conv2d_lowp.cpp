@@ -33,7 +33,8 @@
 // 0.69-0.90× on AlexNet conv3-5, 0.80-0.89× at 14×14.
 //
 // Width stride 2 and 4 (both paths above): each padded row's SW phases come from the
-// channel-interleaved row by phase_split_avx512's permutes, as f32's do, where one 4-byte
+// channel-interleaved row by split_phases (common.h: phase_split_avx512's permutes, the
+// one phase split f32's padded copy uses too), where one 4-byte
 // element at a time had taken 37 % of MobileNet conv1's bf16 samples (batch 8, 1 thread; 17 %
 // after). Measured on the 2-core AMD EPYC Zen 5 VM, the build before and this one
 // alternately (results/cpu-zen5-2core/2026-12-04_lowp-phase-split), old ÷ new at 2 / 1
@@ -138,7 +139,6 @@ class LowpConv final : public Kernel {
     const size_t eb = elem_ == Elem::bf16 ? 2 : 1;
     scale_ = elem_ == Elem::u8s8 ? float(ts.at(Arg::src).scale() * w.scale()) : 1.0f;
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
-    threads_ = ctx.threads;
     // Indirect where its 32-pixel tiles are at least 3/4 used (output rows of 24 pixels or
     // more); narrower planes through the same tile from 32-pixel panels packed across rows
     // (pixel_panels_), but for pointwise layers, whose image is the GEMM's column matrix as it is.
@@ -265,11 +265,11 @@ class LowpConv final : public Kernel {
       // Whole images per thread where they share out evenly (no barrier: a 13×13 plane's 6
       // panels, a 14×14 plane's 7, would otherwise split 4 : 3 on 2 threads); else each image
       // padded by the pool and its panels split.
-      own_images_ = cv_.mb % threads_ == 0;
-      if (own_images_) copies = threads_;
+      own_images_ = cv_.mb % pool_->size() == 0;
+      if (own_images_) copies = pool_->size();
       // A panel per thread, a tile width of slack for pack_pixel_panel's fixed-length copies;
       // the tile reads k step k at k·32.
-      panel_ = AlignedBuffer<uint32_t>(size_t(threads_ * (steps_ + 1) * kTileWidth));
+      panel_ = AlignedBuffer<uint32_t>(size_t(pool_->size() * (steps_ + 1) * kTileWidth));
       panel_offsets_.resize(size_t(steps_));
       for (int64_t k = 0; k < steps_; ++k)
         panel_offsets_[size_t(k)] = k * kTileWidth;
@@ -306,19 +306,8 @@ class LowpConv final : public Kernel {
         continue;
       }
       interleave_rows(rows, have, IW, tmp);
-      if (path_ == LowpPath::avx512 && (cv_.sw == 2 || cv_.sw == 4)) {  // by permutes, as f32's (conv2d.cpp)
-        phase_split_avx512(reinterpret_cast<const float*>(tmp), IW, cv_.pw, int(cv_.sw), phase_w_,
-                           reinterpret_cast<float*>(line), phase_);
-        continue;
-      }
-      int64_t phase = cv_.pw % cv_.sw, col = cv_.pw / cv_.sw;  // of padded column iw + PW
-      for (int64_t iw = 0; iw < IW; ++iw) {
-        line[phase * phase_ + col] = tmp[iw];
-        if (++phase == cv_.sw) {
-          phase = 0;
-          ++col;
-        }
-      }
+      split_phases(path_ == LowpPath::avx512, reinterpret_cast<const float*>(tmp), IW, cv_.pw, cv_.sw,
+                   phase_w_, reinterpret_cast<float*>(line), phase_);
     }
   }
 
@@ -499,7 +488,6 @@ class LowpConv final : public Kernel {
   // Narrow planes (run_panels): whole images per thread (own_images_), each its padded copy.
   bool pixel_panels_ = false, own_images_ = false;
   int64_t padded_elems_ = 0;
-  int threads_ = 1;
   int per_ = 4;  // channels per 4-byte element: 2 bf16, 4 u8
   int64_t quads_ = 0, steps_ = 0, panels_ = 0, pad_h_ = 0, phase_w_ = 0, phase_ = 0;
   AlignedBuffer<uint32_t> weights_, padded_, row_, panel_;
