@@ -83,6 +83,7 @@ void CaseSession::adopt_inputs(TensorSet inputs) {
 void CaseSession::prepare() {
   kernel_ = entry_.make();
   kernel_->prepare(problem_, ts_, ctx_);
+  rounds_before_bias_ = kernel_->rounds_before_bias();
 }
 
 void CaseSession::run() {
@@ -94,7 +95,7 @@ void CaseSession::finish() {
 }
 
 Verdict CaseSession::verify(int64_t max_reference_macs) const {
-  return verify_outputs(problem_, ts_, digests_, max_reference_macs);
+  return verify_outputs(problem_, ts_, digests_, max_reference_macs, rounds_before_bias_);
 }
 
 void CaseSession::release() {

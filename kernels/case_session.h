@@ -75,6 +75,7 @@ class CaseSession {
   TensorSet ts_;
   InputDigests digests_{};
   std::unique_ptr<Kernel> kernel_;
+  bool rounds_before_bias_ = false;  // the prepared kernel's word, kept for verify() after release()
   std::vector<TensorSet> copies_;
   size_t next_copy_ = 0;
   std::string lend_key_;  // the inputs' problem and seed, if they may be lent on; else ""

@@ -47,6 +47,12 @@ class Kernel {
   // After prepare(): bytes the kernel itself holds beyond the tensors it was given —
   // scratchpad or workspace, packed or reordered copies — on its own device.
   virtual size_t scratch_bytes() const { return 0; }
+  // After prepare(): true where the kernel rounds its sums to the output's storage before
+  // it adds the bias (cuDNN's unfused path in f16 / bf16: the convolution writes y, then
+  // cudnnAddTensor adds b to it), one rounding more than the reference assumes, which
+  // verification then allows for (allowance(), kernels/verify.h). False: one rounding, of
+  // the final value.
+  virtual bool rounds_before_bias() const { return false; }
 };
 
 // Empty when p's dtype is one of `allowed`, else the reason, one line naming the dtype and

@@ -105,7 +105,8 @@ std::string_view name(Arg a) {
 }
 
 Storage storage_of(DType dt, Arg a) {
-  // Bias and the LSTM cell state stay f32 in every dtype, as oneDNN and cuDNN keep them.
+  // Bias and the LSTM cell state stay f32 in every dtype, as oneDNN keeps them (cuBLASLt and
+  // cuDNN take them in a narrower type: value_grid()).
   if (a == Arg::bias || a == Arg::src_iter_c) return Storage::f32;
   switch (dt) {
     case DType::f32:
@@ -126,6 +127,19 @@ Storage storage_of(DType dt, Arg a) {
       return Storage::e4m3;
   }
   return Storage::f32;
+}
+
+Storage value_grid(DType dt, Arg a) {
+  if (a != Arg::bias && a != Arg::src_iter_c) return storage_of(dt, a);
+  switch (dt) {
+    case DType::f16:
+      return Storage::f16;
+    case DType::bf16:
+    case DType::f8:
+      return Storage::bf16;
+    default:
+      return Storage::f32;
+  }
 }
 
 Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
@@ -287,6 +301,13 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
         float* out = t.as<float>();
         for (int64_t i = 0; i < t.elements(); ++i)
           out[i] = float(amplitude * rng.uniform(i));
+        const Storage grid = value_grid(p.dt, spec.arg);
+        if (grid == Storage::bf16)
+          for (int64_t i = 0; i < t.elements(); ++i)
+            out[i] = bf16_to_f32(f32_to_bf16(out[i]));
+        else if (grid == Storage::f16)
+          for (int64_t i = 0; i < t.elements(); ++i)
+            out[i] = f16_to_f32(f32_to_f16(out[i]));
         break;
       }
       default:

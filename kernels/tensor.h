@@ -32,6 +32,14 @@ inline constexpr int kNumArgs = 8;
 std::string_view name(Arg a);
 
 Storage storage_of(DType dt, Arg a);
+// The grid an input's values are drawn on (fill_inputs): its storage's, but for the f32
+// bias and LSTM cell state of f16, bf16 and f8 problems, which vendor libraries take in a
+// narrower type: cuBLASLt's bias and cuDNN's bias and cell state are of the output's type
+// (cuBLASLt's fp8 with an f32 output: bf16). On that grid the conversion is exact, so those
+// kernels compute with the same numbers as every other backend and the reference. (The
+// first GPU check, results/h200/2026-12-04_gpu-check_first-light: 141 cuBLASLt / cuDNN
+// checks in f16 / bf16 failed by errors of the bias's rounding.)
+Storage value_grid(DType dt, Arg a);
 
 class Tensor {
  public:

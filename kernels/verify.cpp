@@ -38,7 +38,7 @@ int64_t accumulation_length(const Problem& p) {
   return traits(p.op()).accumulation_length(p);
 }
 
-Allowance allowance(const Problem& p, const Tensor& out) {
+Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias) {
   // Per unit of magnitude, as relative rounding units:
   //  - inputs rounded once more inside the kernel (tf32 reads f32 with 10 mantissa bits;
   //    x and w both, hence twice); inputs stored in a narrow format are exact values for
@@ -56,6 +56,9 @@ Allowance allowance(const Problem& p, const Tensor& out) {
                                       : double(accumulation_length(p));
   Allowance a;
   a.per_magnitude = 10.0 * (2.0 * u_in + u_acc * std::sqrt(k));
+  // A sum rounded to the output's storage before the bias is added: |fl(s) - s| <= u·|s|,
+  // and |s| is at most the magnitude (Σ|x·w|).
+  if (rounds_before_bias) a.per_magnitude += unit_roundoff(out.storage());
   // The rounding to the output's storage: a kernel rounds its slightly wrong value to the
   // storage's grid (twice the unit: it may round through an intermediate format, f32
   // then bf16), absolutely below the normal range; integer storages round to half their
@@ -106,13 +109,13 @@ namespace {
 // are pre-ReLU and the output is after it, so max(value, 0) is expected (exactly what the
 // reference writes: rounding is monotonic and keeps 0).
 Verdict compare_values(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect,
-                       bool clip) {
+                       bool clip, bool rounds_before_bias) {
   Verdict v;
   const int64_t n = int64_t(expect.value.size());
   auto expected = [&expect, clip](int64_t i) {
     return clip ? std::max(expect.value[i], 0.0) : expect.value[i];
   };
-  const Allowance allowed = allowance(p, got);
+  const Allowance allowed = allowance(p, got, rounds_before_bias);
   // One pass through blocks of values converted once (outputs reach gigabytes).
   constexpr int64_t kBlock = 4096;
   std::vector<double> g(kBlock);
@@ -172,7 +175,7 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
     v.reason = why;
     return v;
   }
-  return compare_values(p, what, got, expect, false);
+  return compare_values(p, what, got, expect, false, false);
 }
 
 namespace {
@@ -276,7 +279,7 @@ std::vector<int64_t> verification_samples(const Problem& p, int64_t max_referenc
 }
 
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
-                       int64_t max_reference_macs) {
+                       int64_t max_reference_macs, bool rounds_before_bias) {
   Verdict v;
   // The inputs must come back untouched: a kernel that scribbles on them is wrong even
   // when its output happens to match. Being untouched, they are the reference's inputs.
@@ -303,7 +306,8 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
     std::optional<Tensor> sampled;
     if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p.op(), a), samples);
     const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
-    Verdict one = compare_values(p, name(a), sampled ? *sampled : got.at(a), pre_relu, clip);
+    Verdict one =
+        compare_values(p, name(a), sampled ? *sampled : got.at(a), pre_relu, clip, rounds_before_bias);
     // Failed beats mistrusted beats passed; among equals keep the larger error/allowed.
     if (first || rank(one.status) > rank(v.status) ||
         (rank(one.status) == rank(v.status) && one.max_error * v.tolerance > v.max_error * one.tolerance))

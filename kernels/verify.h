@@ -53,13 +53,14 @@ int64_t accumulation_length(const Problem& p);
 // The units of one output element's allowed error, for p written to a tensor like `out`:
 //   allowed = per_magnitude · magnitude + per_stored · stored + absolute
 // per_magnitude: the rounding of inputs inside the kernel and of the accumulation, a
-// function of dtype and accumulation length; per_stored and absolute: the rounding to
-// out's storage.
+// function of dtype and accumulation length, and for a kernel that rounds before the bias
+// (Kernel::rounds_before_bias) one unit of out's storage, the sum before the bias being at
+// most the magnitude; per_stored and absolute: the rounding to out's storage.
 struct Allowance {
   double per_magnitude = 0.0, per_stored = 0.0, absolute = 0.0;
   double of(double magnitude, double stored) const;
 };
-Allowance allowance(const Problem& p, const Tensor& out);
+Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias = false);
 
 // More than this share of exact zeros in the reference output makes a pass "mistrusted".
 inline constexpr double kMistrustZeroFraction = 0.8;
@@ -80,7 +81,7 @@ inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
 // `before`, taken right after filling), every output written and finite, values within
 // their allowed error of the reference (on a sample of the batch, see above; 0 = the whole batch).
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
-                       int64_t max_reference_macs = kDefaultReferenceMacs);
+                       int64_t max_reference_macs = kDefaultReferenceMacs, bool rounds_before_bias = false);
 
 // check_kernel(), the full check of one kernel on one problem: kernels/case_session.h.
 

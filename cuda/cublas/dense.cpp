@@ -100,7 +100,9 @@ class CublasLtDense final : public GpuKernel {
 
     // The bias must be of the output's type, except for fp8 with an f32 output, where
     // cuBLASLt documents bf16 (f16 and f32 are tried after it). Our bias is f32 on the
-    // host; a converted device copy is made when another type is needed.
+    // host; a converted device copy is made when another type is needed, exact for f16,
+    // bf16 and (in bf16) f8, whose problems' bias values are on that grid (value_grid,
+    // kernels/tensor.h).
     std::vector<Storage> bias_types = {storage_of(p.dt, Arg::dst)};
     if (p.dt == DType::f8) bias_types = {Storage::bf16, Storage::f16, Storage::f32};
     cublasLtMatmulHeuristicResult_t result{};

@@ -17,7 +17,10 @@
 // dtypes and math types (cudnn_math(), as PyTorch sets them): f32 as true fp32
 // (CUDNN_FMA_MATH: no tensor-core down-conversion), tf32 through CUDNN_DEFAULT_MATH, f16
 // and bf16 with f32 accumulation (CUDNN_TENSOR_OP_MATH). The bias is converted to the
-// output type once, in prepare().
+// output type once, in prepare(): exactly, the problem's bias values being on that type's
+// grid (value_grid, kernels/tensor.h). The unfused path rounds the convolution to the
+// output type before cudnnAddTensor adds the bias to it: in f16 / bf16 one rounding more
+// than the fused call's, which rounds_before_bias() declares to verification.
 #include <cstdio>
 #include <memory>
 
@@ -112,6 +115,9 @@ class CudnnConv2d final : public GpuKernel {
         LB_CUDNN_CHECK(s);
       }
     }
+    if (rounds_before_bias())
+      details_ +=
+          "; y rounded to " + std::string(name(storage_of(p.dt, Arg::dst))) + " before the bias is added";
   }
 
   void run(TensorSet&) override {
@@ -147,6 +153,9 @@ class CudnnConv2d final : public GpuKernel {
 
   ~CudnnConv2d() override { release(); }
   std::string details() const override { return details_; }
+  bool rounds_before_bias() const override {
+    return !fused_ && storage_of(problem_.dt, Arg::dst) != Storage::f32;
+  }
 
  private:
   const void* bias() const { return bias_.get() ? bias_.get() : dev(Arg::bias); }

@@ -6,8 +6,9 @@
 // weights of gates i, f, g, o (H×I_l, row-major, as our wei stores them gate after gate)
 // and 4..7 the recurrent weights (H×H); CUDNN_RNN_SINGLE_INP_BIAS gives one bias per gate,
 // exactly ours. The sequence is SEQ_MAJOR_PACKED (T×N×I), h0/c0 are L×N×H: our layouts.
-// cuDNN keeps the cell state in the data type, so for f16/bf16 c0 is converted once in
-// prepare(). relu=inplace/separate run our element-wise kernel on the output; cuDNN has
+// cuDNN keeps the cell state and the bias in the data type, so for f16/bf16 c0 and b are
+// converted once in prepare(), exactly: the problem's values are on that grid (value_grid,
+// kernels/tensor.h). relu=inplace/separate run our element-wise kernel on the output; cuDNN has
 // no fused ReLU on an RNN's output, so relu=fused is not offered.
 //
 // dtypes and math types (cudnn_math()): f32 as true fp32 (CUDNN_FMA_MATH), tf32 through
