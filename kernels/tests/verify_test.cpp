@@ -152,7 +152,7 @@ TEST(Verify, SmallButRealErrorsFail) {
 TEST(Verify, RoundingBeforeTheBiasIsAllowedWhereTheKernelDeclaresIt) {
   // The sum rounded to bf16, then the bias added and rounded again: errors of a unit of the
   // sum, beyond the reference's one rounding where y is much smaller than the bias (cuDNN's
-  // unfused convolutions in bf16 on the H200, up to 0.0024 against 2.2e-5 allowed).
+  // unfused convolutions in bf16 on the H200: e.g. 0.0024 against 2.2e-5 allowed).
   const Problem p = parse_problem("dense mb=16 ic=128 oc=64 dt=bf16 relu=none");
   const Verdict undeclared = check_kernel(flawed(Flaw::round_before_bias), p, 1);
   EXPECT_EQ(undeclared.status, Status::failed) << undeclared.reason;
