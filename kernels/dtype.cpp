@@ -150,6 +150,23 @@ float round_to_tf32(float f) {
   return std::bit_cast<float>((x + 0xfffu + ((x >> 13) & 1u)) & ~0x1fffu);
 }
 
+float round_to(Storage s, float f) {
+  switch (s) {
+    case Storage::f32:
+      return f;
+    case Storage::f16:
+      return f16_to_f32(f32_to_f16(f));
+    case Storage::bf16:
+      return bf16_to_f32(f32_to_bf16(f));
+    case Storage::e4m3:
+      return e4m3_to_f32(f32_to_e4m3(f));
+    case Storage::u8:
+    case Storage::s8:
+      break;
+  }
+  throw Error("round_to: " + std::string(name(s)) + " is an integer storage");
+}
+
 uint8_t f32_to_e4m3(float f) {
   const uint8_t sign = std::signbit(f) ? 0x80u : 0u;
   if (std::isnan(f)) return uint8_t(sign | 0x7fu);

@@ -40,5 +40,8 @@ float bf16_to_f32(uint16_t b);
 uint8_t f32_to_e4m3(float f);  // saturates to +-448, NaN stays NaN
 float e4m3_to_f32(uint8_t b);
 float round_to_tf32(float f);  // 10 explicit mantissa bits, as tensor cores read f32
+// f as a floating storage holds it (f16, bf16, e4m3: the round trip through its bits; f32:
+// f itself); integer storages, which scale their values, throw lb::Error.
+float round_to(Storage s, float f);
 
 }  // namespace lb

@@ -301,13 +301,9 @@ void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
         float* out = t.as<float>();
         for (int64_t i = 0; i < t.elements(); ++i)
           out[i] = float(amplitude * rng.uniform(i));
-        const Storage grid = value_grid(p.dt, spec.arg);
-        if (grid == Storage::bf16)
+        if (const Storage grid = value_grid(p.dt, spec.arg); grid != Storage::f32)
           for (int64_t i = 0; i < t.elements(); ++i)
-            out[i] = bf16_to_f32(f32_to_bf16(out[i]));
-        else if (grid == Storage::f16)
-          for (int64_t i = 0; i < t.elements(); ++i)
-            out[i] = f16_to_f32(f32_to_f16(out[i]));
+            out[i] = round_to(grid, out[i]);
         break;
       }
       default:

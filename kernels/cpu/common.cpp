@@ -2,6 +2,8 @@
 
 #include <emmintrin.h>
 
+#include <cstring>
+
 #include "kernels/cpu/ukernel.h"
 
 namespace lb::cpu {
@@ -79,8 +81,8 @@ void split_phases(bool avx512, const float* row, int64_t iw, int64_t pw, int64_t
     float* d = dst + p * phase_stride;
     const int64_t w0 = p - pw, lo = w0 >= 0 ? 0 : (sw - 1 - w0) / sw;
     const int64_t hi = w0 >= iw ? 0 : std::min(phase_w, (iw - 1 - w0) / sw + 1);
-    for (int64_t j = lo; j < hi; ++j)
-      d[j] = row[w0 + j * sw];
+    for (int64_t j = lo; j < hi; ++j)  // a word of any kind: its bytes, not a float's value
+      std::memcpy(d + j, row + w0 + j * sw, sizeof(float));
   }
 }
 

@@ -42,10 +42,10 @@ void pixel_rows_to_channels(Isa isa, const float* ct, int64_t K, int64_t P, int6
 // A panels, gemm.cpp's pack_strided.)
 void interleave_rows(const uint8_t* const* c, int have, int64_t n, uint32_t* d, int64_t after = 0);
 void interleave_rows(const uint16_t* const* c, int have, int64_t n, uint32_t* d, int64_t after = 0);
-// One input row of iw 4-byte elements (f32, or the words interleave_rows makes) into its
-// sw phase rows of the padded image: padded column w + pw goes to phase (w + pw) % sw,
-// column (w + pw) / sw; phase p at dst + p·phase_stride; the borders are not written. By
-// phase_split_avx512's permutes where `avx512` and sw is 2 or 4, else element by element.
+// One input row of iw 4-byte elements (f32, or the words interleave_rows makes, moved as
+// bytes: no float operation touches them) into its sw phase rows of the padded image: padded column w + pw
+// goes to phase (w + pw) % sw, column (w + pw) / sw; phase p at dst + p·phase_stride; the borders are not
+// written. By phase_split_avx512's permutes where `avx512` and sw is 2 or 4, else element by element.
 void split_phases(bool avx512, const float* row, int64_t iw, int64_t pw, int64_t sw, int64_t phase_w,
                   float* dst, int64_t phase_stride);
 

@@ -176,7 +176,7 @@ TEST(AmxEmulated, GemmMatchesTheTileArithmeticBitForBit) {
       for (int64_t i = 0; i < c.m; ++i)
         for (int64_t j = 0; j < c.n; ++j) {
           float want = model(e, c, o, i, j);
-          if (c.bf16_out && e == Elem::bf16) want = bf16_to_f32(f32_to_bf16(want));
+          if (c.bf16_out && e == Elem::bf16) want = round_to(Storage::bf16, want);
           const float g = got[size_t(i * c.n + j)];
           if (std::memcmp(&g, &want, 4) != 0 && ++bad <= 3)
             ADD_FAILURE() << describe(e, c) << " at " << i << "," << j << ": " << g << " != " << want;

@@ -75,6 +75,15 @@ TEST(DType, Tf32KeepsTenMantissaBits) {
   EXPECT_EQ(round_to_tf32(1.0f + 0x1.8p-11f), 1.0f + 0x1p-10f);
 }
 
+TEST(DType, RoundToIsTheRoundTripOfEachFloatingStorage) {
+  const float x = 1.0f + 0x1p-10f + 0x1p-20f;
+  EXPECT_EQ(round_to(Storage::f32, x), x);
+  EXPECT_EQ(round_to(Storage::f16, x), 1.0f + 0x1p-10f);
+  EXPECT_EQ(round_to(Storage::bf16, x), 1.0f);
+  EXPECT_EQ(round_to(Storage::e4m3, 1.2f), 1.25f);
+  EXPECT_THROW(round_to(Storage::u8, x), Error);
+}
+
 TEST(DType, UnitRoundoff) {
   EXPECT_EQ(unit_roundoff(Storage::f32), 0x1p-24);
   EXPECT_EQ(unit_roundoff(Storage::bf16), 0x1p-8);
