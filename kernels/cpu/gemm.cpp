@@ -41,6 +41,7 @@ struct Spec {
   void (*row)(const UkArgs&, int64_t bstride) = nullptr;
   int row_panels = 1;
   bool widen_a = false;  // A's u8 packed zero-extended to u16 (ea = 2): AVX2's int8 tile
+  int prefetch = 0;      // AMX: UkArgs::prefetch
 };
 
 namespace {
@@ -65,36 +66,46 @@ constexpr Spec kU8s8 = {14, 32, 4, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512, nu
                         ukr_u8s8_avx512_row, kRowPanelsAvx512};
 // clang-format on
 // AMX (ukernel_amx.h): 32×32 tiles, A in 32-row panels of tile rows (32 bf16 / 64 u8 deep),
-// B in the same 32-column panels as AVX-512. KC = 512 bf16 / 1024 u8: the B micro-panel
-// (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A block (256 KB)
-// in L2, within the A buffer of an AVX-512 workspace (448 KB, checked in gemm_lowp).
-constexpr Spec amx_spec(Elem e, void (*ukr)(const UkArgs&), void (*begin)(), void (*end)()) {
-  return e == Elem::bf16 ? Spec{32, 32, 2, 32, 2, 2, 512, 256, 2048, ukr, begin, end}
-                         : Spec{32, 32, 4, 64, 1, 1, 1024, 256, 2048, ukr, begin, end};
+// B in the same 32-column panels as AVX-512; KC, MC and the prefetch distance from an
+// AmxBlocking (gemm.h). Its default, KC = 1024 bytes of depth (512 bf16 / 1024 u8): the B
+// micro-panel (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A
+// block (256 KB) in L2, within the A buffer of an AVX-512 workspace (448 KB, checked in
+// gemm_lowp); no software prefetch. A prediction, not a measurement: on the one AMX host
+// measured (the H200 machine's Xeon, 2026-12-04) the 1024³ GEMMs ran at 13-17 % of the tile
+// peak, the 2048³ at 20-40 % (ukernel_amx.h has the candidates), which $LB_AMX_BLOCKING lets
+// a run on such a host compare against other blockings.
+constexpr Spec amx_spec(Elem e, AmxBlocking b, void (*ukr)(const UkArgs&), void (*begin)(), void (*end)()) {
+  Spec s = e == Elem::bf16 ? Spec{32, 32, 2, 32, 2, 2, b.kc_bytes / 2, b.mc, 2048, ukr, begin, end}
+                           : Spec{32, 32, 4, 64, 1, 1, b.kc_bytes, b.mc, 2048, ukr, begin, end};
+  s.prefetch = int(b.prefetch);
+  return s;
 }
-constexpr Spec kBf16Amx = amx_spec(Elem::bf16, ukr_bf16_amx, amx_configure, amx_release);
-constexpr Spec kU8s8Amx = amx_spec(Elem::u8s8, ukr_u8s8_amx, amx_configure, amx_release);
 // int8 on AVX2 (ukernel_avx2.cpp): 4×16, A widened to u16 pairs as it is packed. KC = 1024
 // elements: the B micro-panel (16 KB) in L1; MC = 100: the A block (200 KB) in L2.
 // clang-format off
 constexpr Spec kU8s8Avx2 = {4, 16, 2, 2, 2, 1, 1024, 100, 2048, ukr_u8s8_avx2, nullptr, nullptr, nullptr, 1,
                             true};
 // clang-format on
-constexpr Spec kBf16AmxEmulated =
-    amx_spec(Elem::bf16, ukr_bf16_amx_emulated, amx_configure_emulated, amx_release_emulated);
-constexpr Spec kU8s8AmxEmulated =
-    amx_spec(Elem::u8s8, ukr_u8s8_amx_emulated, amx_configure_emulated, amx_release_emulated);
-
 const Spec& spec_of(Isa isa) {
   return kSpecs[int(isa)];
 }
-const Spec& spec_of(Elem e, LowpPath path) {
+// A workspace's A buffer: an MC×KC block, or one row panel K deep up to K = 8192 (see
+// one_slice in drive()).
+int64_t a_block_floats(Isa isa) {
+  const Spec& s = spec_of(isa);
+  return std::max<int64_t>(s.mc * s.kc, s.mr * 8192);
+}
+Spec spec_of(Elem e, LowpPath path) {
   const bool bf16 = e == Elem::bf16;
   switch (path) {
     case LowpPath::amx:
-      return bf16 ? kBf16Amx : kU8s8Amx;
+      return bf16 ? amx_spec(e, amx_blocking(), ukr_bf16_amx, amx_configure, amx_release)
+                  : amx_spec(e, amx_blocking(), ukr_u8s8_amx, amx_configure, amx_release);
     case LowpPath::amx_emulated:
-      return bf16 ? kBf16AmxEmulated : kU8s8AmxEmulated;
+      return bf16 ? amx_spec(e, amx_blocking(), ukr_bf16_amx_emulated, amx_configure_emulated,
+                             amx_release_emulated)
+                  : amx_spec(e, amx_blocking(), ukr_u8s8_amx_emulated, amx_configure_emulated,
+                             amx_release_emulated);
     case LowpPath::avx2:
       if (!bf16) return kU8s8Avx2;
       break;  // lowp_path() never gives bf16 this path
@@ -370,6 +381,7 @@ void drive(const Spec& s, Range rows, int64_t k, const Side& a, const Side& b, c
   u.relu = ep.relu;
   u.ldc = out.ldc;
   u.ldo = out.ldo;
+  u.prefetch = s.prefetch;
   if (s.begin) s.begin();
   for (int64_t jc = cols.first; jc < cols.last; jc += s.nc) {
     const int64_t nc = std::min(s.nc, cols.last - jc);
@@ -554,6 +566,72 @@ LowpPathOverride::~LowpPathOverride() {
   lowp_path_override = -1;
 }
 
+std::optional<AmxBlocking> forced_amx_blocking() {
+  const char* env = std::getenv("LB_AMX_BLOCKING");
+  if (!env) return std::nullopt;
+  const std::string_view value = env;
+  auto bad = [&](const std::string& why) {
+    return Error("LB_AMX_BLOCKING=" + std::string(value) + ": " + why);
+  };
+  const std::string syntax = "expected kc_bytes=N, mc=N and/or prefetch=N, comma-separated";
+  AmxBlocking b;
+  size_t start = 0;
+  bool any = false;
+  while (start <= value.size()) {
+    const size_t end = std::min(value.find(',', start), value.size());
+    const std::string_view item = value.substr(start, end - start);
+    const size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq), number = eq == item.npos ? "" : item.substr(eq + 1);
+    if ((key != "kc_bytes" && key != "mc" && key != "prefetch") || number.empty() || number.size() > 6 ||
+        number.find_first_not_of("0123456789") != number.npos)
+      throw bad(syntax);
+    (key == "mc" ? b.mc : key == "prefetch" ? b.prefetch : b.kc_bytes) = std::stoll(std::string(number));
+    any = true;
+    start = end + 1;
+  }
+  if (!any) throw bad(syntax);
+  if (b.kc_bytes < 64 || b.kc_bytes > 8192 || b.kc_bytes % 64)
+    throw bad("kc_bytes must be a multiple of 64 (a tile row) from 64 to 8192");
+  if (b.mc < 32 || b.mc > 4096 || b.mc % 32)
+    throw bad("mc must be a multiple of 32 (a C tile's rows) from 32 to 4096");
+  if (b.prefetch > 16) throw bad("prefetch must be 0 (none) to 16 tile steps ahead");
+  const int64_t room = a_block_floats(Isa::avx512) * int64_t(sizeof(float));
+  if (b.mc * b.kc_bytes > room)
+    throw bad("the A block, mc × kc_bytes = " + std::to_string(b.mc * b.kc_bytes) +
+              " bytes, exceeds the workspace's A buffer (" + std::to_string(room) + ")");
+  return b;
+}
+
+namespace {
+// An AmxBlockingOverride's blocking while one is alive (kc_bytes 0: none).
+std::atomic<int64_t> blocking_override_kc{0}, blocking_override_mc{0}, blocking_override_prefetch{0};
+}  // namespace
+
+AmxBlockingOverride::AmxBlockingOverride(AmxBlocking b) {
+  blocking_override_mc = b.mc;
+  blocking_override_prefetch = b.prefetch;
+  blocking_override_kc = b.kc_bytes;
+}
+AmxBlockingOverride::~AmxBlockingOverride() {
+  blocking_override_kc = 0;
+}
+
+AmxBlocking amx_blocking() {
+  if (const int64_t kc = blocking_override_kc; kc > 0)
+    return {kc, blocking_override_mc, blocking_override_prefetch};
+  // An invalid $LB_AMX_BLOCKING throws here every time, but register_cpu() refused it first.
+  static const AmxBlocking from_env = forced_amx_blocking().value_or(AmxBlocking{});
+  return from_env;
+}
+
+std::string amx_blocking_context() {
+  const std::optional<AmxBlocking> forced = forced_amx_blocking();
+  const AmxBlocking b = forced.value_or(AmxBlocking{});
+  return "kc_bytes=" + std::to_string(b.kc_bytes) + " (" + std::to_string(b.kc_bytes / 2) + " bf16 / " +
+         std::to_string(b.kc_bytes) + " int8 deep), mc=" + std::to_string(b.mc) +
+         ", prefetch=" + std::to_string(b.prefetch) + (forced ? ", LB_AMX_BLOCKING" : ", default");
+}
+
 LowpPath lowp_path(Elem e) {
   if (const int forced = lowp_path_override;
       forced >= 0 && e != Elem::f32 && !(LowpPath(forced) == LowpPath::avx2 && e == Elem::bf16))
@@ -716,8 +794,7 @@ Packed pack_lowp_b(Elem e, int64_t n, int64_t k, const void* w, int64_t rs, int6
 Workspace::Workspace(Isa isa, int threads, bool pack_a, bool pack_b, int64_t max_k) {
   // The largest block any spec of this ISA packs, in bytes (low precision keeps f32's bytes).
   const Spec& s = spec_of(isa);
-  // A: an MC×KC block, or one row panel K deep up to K = 8192 (see one_slice in drive()).
-  a_floats_ = pack_a ? std::max<int64_t>(s.mc * s.kc, s.mr * 8192) : 0;
+  a_floats_ = pack_a ? a_block_floats(isa) : 0;
   b_floats_ = pack_b ? s.nc * (max_k >= s.kc ? s.kc : round_up(std::max<int64_t>(max_k, 1), s.kg)) : 0;
   const int64_t per_thread = a_floats_ + b_floats_;
   if (per_thread) data_ = AlignedBuffer<float>(size_t(std::max(threads, 1) * per_thread));

@@ -181,6 +181,41 @@ Tile lowp_tile(LowpPath path);
 // "vdpbf16ps", "tdpbf16ps (emulated)", ...: the instruction a path multiplies with.
 std::string_view lowp_instruction(Elem e, LowpPath path);
 
+// The AMX GEMM's blocking (gemm.cpp's table has the reasons for the default): KC, the depth
+// of one K slice as bytes of a row of A (512 bf16 or 1024 int8 elements by default), MC,
+// the rows of one A block, and how many tile steps ahead the micro-kernel prefetches its A
+// and B micro-panels into L1 (ukernel_amx.h; 0, the default: none, the hardware's
+// prefetchers alone). $LB_AMX_BLOCKING ("kc_bytes=512,mc=128,prefetch=2", any keys)
+// replaces it for a whole process, so that on an AMX host blockings are compared by
+// measurement, one run of the benchmark each (the context records which ran:
+// layerbench_amx_blocking). It applies to the emulated tiles too, where tests check any
+// (prefetching, a hint, is nothing there).
+struct AmxBlocking {
+  int64_t kc_bytes = 1024;
+  int64_t mc = 256;
+  int64_t prefetch = 0;
+};
+// $LB_AMX_BLOCKING checked: kc_bytes a multiple of 64 (a tile row) up to 8192, mc a
+// multiple of 32 (a C tile's rows) up to 4096, the A block, mc × kc_bytes, within an
+// AVX-512 workspace's A buffer (which every low-precision caller packs into), prefetch 0 to
+// 16; nullopt where unset; else throws lb::Error naming the value. register_cpu() asks
+// before anything runs.
+std::optional<AmxBlocking> forced_amx_blocking();
+// What the AMX paths use now: a test's override, else $LB_AMX_BLOCKING, else the default.
+AmxBlocking amx_blocking();
+// The results context's account: "kc_bytes=1024 (512 bf16 / 1024 int8 deep), mc=256,
+// prefetch=0, default" (or "..., LB_AMX_BLOCKING").
+std::string amx_blocking_context();
+// For tests: while one is alive, amx_blocking() answers `b`. One at a time; not while
+// kernels run (a kernel's prepare() sizes its buffers for the blocking of the moment).
+class AmxBlockingOverride {
+ public:
+  explicit AmxBlockingOverride(AmxBlocking b);
+  ~AmxBlockingOverride();
+  AmxBlockingOverride(const AmxBlockingOverride&) = delete;
+  AmxBlockingOverride& operator=(const AmxBlockingOverride&) = delete;
+};
+
 // A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
 // W (N×K, bf16 or s8 storage) is w[j*rs + k*cs]. The same 32-column panels serve AVX-512
 // and AMX; AMX pads the depth to its tile's (32 bf16 / 64 u8), AVX2 has 16-column panels

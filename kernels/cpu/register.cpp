@@ -13,6 +13,8 @@ void register_cpu(Registry& r) {
   // before any kernel is listed or run; a good one is recorded with what it covers.
   forced_isa();
   r.add_context("layerbench_cpu_isa_forced", isa_context());
+  forced_amx_blocking();  // the same for $LB_AMX_BLOCKING
+  r.add_context("layerbench_amx_blocking", amx_blocking_context());
   r.add_context("layerbench_cpu_microkernel_isa", std::string(name(best_isa())));
   // What bf16 and int8 multiply with here (AMX tiles, AVX-512 dot products), or why neither.
   std::string lowp;

@@ -27,6 +27,7 @@ struct UkArgs {
   const float* bias_col = nullptr;  // bias of the tile's columns, or null
   bool relu = false;
   bool stream = false;  // last slice, C not read: full tiles may bypass the caches
+  int prefetch = 0;     // AMX: tile steps ahead to prefetch A and B into L1 (0: none)
 };
 
 // MR×NR: avx512 14×32, avx2 5×16, scalar 8×16.

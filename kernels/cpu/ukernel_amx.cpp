@@ -56,6 +56,9 @@ struct HwOps {
     LB_TILE_CASES(LB_ZERO)
 #undef LB_ZERO
   }
+  static void prefetch(const void* p) {
+    _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+  }
   // C += A·B: tdpbusd (A unsigned, B signed bytes) or tdpbf16ps; AT&T order B, A, C.
   template <bool Int8, int C, int A, int B>
   static void dp() {

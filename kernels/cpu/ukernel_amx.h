@@ -40,7 +40,16 @@
 // partial sums, or on the last slice 4 stores and a 32×32 AVX-512 pass (estimated ~150
 // cycles); with the packing of A (one copy of x per call) a large GEMM should reach
 // ≈ 80-85 % of the tile peak; small batches stay memory-bound on W as on AVX-512.
-// Not measured: no host with AMX has run it yet.
+// Measured far below that on the one AMX host run so far (the H200 machine's Intel Xeon,
+// 2026-12-04, one noisy run, results/h200/2026-12-04_amx-targets_host-cpu): 13-17 % of the
+// tile peak on the 1024³ GEMMs, 20-40 % on the 2048³, oneDNN 15-55 % beside them. Why is
+// not known. 13 % is ~7900 cycles per 1024-cycle call, as if each step waited ~400 cycles
+// for its tiles: the A and B micro-panels (32 KiB each at the default KC) do not both fit
+// in a 48 KiB L1, and a tile register is not renamed, so a load that misses L1 holds up the
+// products behind it. Two candidates, neither measured: K slices of 512 bytes (both panels,
+// 16 KiB each, in L1) and software prefetch a few steps ahead (u.prefetch; 2 steps = 128
+// cycles of products, about an L2 miss's latency). LB_AMX_BLOCKING (gemm.h) sets both, and
+// scripts/cpu-targets.sh compares them with other blockings on such a host in one command.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +84,8 @@ static_assert(kStepBytes == 16 * kBRowBytes, "a B step is 16 group rows");
 // The micro-kernel, over a policy Ops of static members (tile numbers are template
 // arguments, as the instructions take them as immediates):
 //   load<T>(p, stride) zero<T>() store<T>(p, stride) dp<Int8, C, A, B>() (tdpbusd or
-//   tdpbf16ps) and finish<Int8>(u, t) (the last slice's epilogue from the 32×32 buffer t).
+//   tdpbf16ps), prefetch(p) (one line into L1, a hint) and finish<Int8>(u, t) (the last
+//   slice's epilogue from the 32×32 buffer t).
 // The tile operations must order themselves with the memory they read and write (the
 // buffer t is written by plain stores and read by a tile load).
 // Every function here is a template over Ops, which each file defines in an anonymous
@@ -113,7 +123,17 @@ void tile_kernel(const UkArgs& u) {
   const char* a = static_cast<const char*>(u.a);
   const char* b = static_cast<const char*>(u.b);
   const int64_t steps = u.kc / (Int8 ? 64 : 32);
+  // Prefetching (u.prefetch steps ahead): each step's 2 KiB of A and of B, one line at a
+  // time; past the slice's end it reaches the A block's next row panel (the next call's A)
+  // and whatever follows the B micro-panel, harmless for a hint.
+  const int64_t ahead = u.prefetch * kStepBytes;
   for (int64_t s = 0; s < steps; ++s, a += kStepBytes, b += kStepBytes) {
+    if (ahead)
+#pragma GCC unroll 32  // 64 prefetches in a row, not a loop's 200 instructions per step
+      for (int64_t line = 0; line < kStepBytes; line += 64) {
+        Ops::prefetch(a + ahead + line);
+        Ops::prefetch(b + ahead + line);
+      }
     Ops::template load<6>(b, kBRowBytes);
     if constexpr (CT == 2) Ops::template load<7>(b + 64, kBRowBytes);
     Ops::template load<4>(a, kRowBytes);

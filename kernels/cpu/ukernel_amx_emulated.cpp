@@ -77,6 +77,7 @@ struct EmuOps {
     check(tiles.configured, "tilezero without a tile configuration");
     std::memset(tiles.data[T], 0, sizeof tiles.data[T]);
   }
+  static void prefetch(const void*) {}  // a hint: no state of the tiles or of memory
   template <bool Int8, int C, int A, int B>
   static void dp() {
     static_assert(C != A && C != B && A != B, "three distinct tiles");

@@ -185,6 +185,76 @@ TEST(AmxEmulated, GemmMatchesTheTileArithmeticBitForBit) {
     }
 }
 
+// Other blockings ($LB_AMX_BLOCKING, for a sweep on an AMX host) give the same bits: K
+// slices of one tile row (64 bytes) and of a row panel 2 KB deep, A blocks of one row panel
+// and of 96 rows (three panels, so that a block ends inside a thread's share). Prefetching
+// is a hint the emulated tiles ignore; here it shows only that asking for it changes nothing.
+TEST(AmxEmulated, EveryBlockingGivesTheSameBits) {
+  std::mt19937 rng(14);
+  for (const cpu::AmxBlocking blocking :
+       {cpu::AmxBlocking{64, 32, 0}, cpu::AmxBlocking{192, 96, 2}, cpu::AmxBlocking{2048, 64, 16}}) {
+    const cpu::AmxBlockingOverride use(blocking);
+    const std::string which = " kc_bytes=" + std::to_string(blocking.kc_bytes) +
+                              " mc=" + std::to_string(blocking.mc) +
+                              " prefetch=" + std::to_string(blocking.prefetch);
+    for (Elem e : {Elem::bf16, Elem::u8s8})
+      for (const Case& c : kCases) {
+        if (e == Elem::u8s8 && c.bf16_out) continue;
+        const Operands o = make_operands(c, rng);
+        const std::vector<float> got = run(e, LowpPath::amx_emulated, c, o);
+        for (int64_t i = 0; i < c.m; ++i)
+          for (int64_t j = 0; j < c.n; ++j) {
+            float want = model(e, c, o, i, j);
+            if (c.bf16_out && e == Elem::bf16) want = round_to(Storage::bf16, want);
+            const float g = got[size_t(i * c.n + j)];
+            ASSERT_EQ(std::memcmp(&g, &want, 4), 0)
+                << describe(e, c) << which << " at " << i << "," << j << ": " << g << " != " << want;
+          }
+      }
+  }
+}
+
+// $LB_AMX_BLOCKING is checked before use (register_cpu() asks first) and recorded.
+TEST(AmxBlocking, EnvironmentIsValidatedAndRecorded) {
+  const char* before = std::getenv("LB_AMX_BLOCKING");
+  const std::string saved = before ? before : "";
+  auto forced_with = [](const char* value) -> std::string {
+    setenv("LB_AMX_BLOCKING", value, 1);
+    try {
+      const std::optional<cpu::AmxBlocking> b = cpu::forced_amx_blocking();
+      return b ? std::to_string(b->kc_bytes) + "," + std::to_string(b->mc) + "," + std::to_string(b->prefetch)
+               : "none";
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(forced_with("kc_bytes=512,mc=128"), "512,128,0");
+  EXPECT_EQ(forced_with("mc=64"), "1024,64,0");
+  EXPECT_EQ(forced_with("kc_bytes=2048,mc=192"), "2048,192,0");
+  EXPECT_EQ(forced_with("prefetch=2,kc_bytes=512"), "512,256,2");
+  const std::string syntax = ": expected kc_bytes=N, mc=N and/or prefetch=N, comma-separated";
+  EXPECT_EQ(forced_with(""), "LB_AMX_BLOCKING=" + syntax);
+  EXPECT_EQ(forced_with("kc=512"), "LB_AMX_BLOCKING=kc=512" + syntax);
+  EXPECT_EQ(forced_with("mc=64,"), "LB_AMX_BLOCKING=mc=64," + syntax);
+  EXPECT_EQ(forced_with("mc=-32"), "LB_AMX_BLOCKING=mc=-32" + syntax);
+  EXPECT_EQ(forced_with("kc_bytes=100"),
+            "LB_AMX_BLOCKING=kc_bytes=100: kc_bytes must be a multiple of 64 (a tile row) from 64 to 8192");
+  EXPECT_EQ(forced_with("mc=0"),
+            "LB_AMX_BLOCKING=mc=0: mc must be a multiple of 32 (a C tile's rows) from 32 to 4096");
+  EXPECT_EQ(forced_with("prefetch=17"),
+            "LB_AMX_BLOCKING=prefetch=17: prefetch must be 0 (none) to 16 tile steps ahead");
+  EXPECT_EQ(forced_with("kc_bytes=2048"),
+            "LB_AMX_BLOCKING=kc_bytes=2048: the A block, mc × kc_bytes = 524288 "
+            "bytes, exceeds the workspace's A buffer (458752)");
+  setenv("LB_AMX_BLOCKING", "kc_bytes=512,mc=128,prefetch=4", 1);
+  EXPECT_EQ(cpu::amx_blocking_context(),
+            "kc_bytes=512 (256 bf16 / 512 int8 deep), mc=128, prefetch=4, LB_AMX_BLOCKING");
+  unsetenv("LB_AMX_BLOCKING");
+  EXPECT_EQ(cpu::amx_blocking_context(),
+            "kc_bytes=1024 (512 bf16 / 1024 int8 deep), mc=256, prefetch=0, default");
+  if (before) setenv("LB_AMX_BLOCKING", saved.c_str(), 1);
+}
+
 // Independent of the model: the double-precision product, within f32 accumulation's error
 // (bf16 operands are exact in f32; u8·s8 sums are exact) and the output's rounding.
 TEST(AmxEmulated, GemmAgreesWithTheDoubleProduct) {
