@@ -69,10 +69,25 @@
 //
 // Threads: AVX2, the batch's blocks of 60 pixels (about one output row) as one list split
 // across the pool, each thread padding into its own buffer only the input rows its blocks
-// read (no barrier; batch 1 is split by output rows, not by images). AVX-512, each image
-// padded (threads split channels), then its pixel tiles split across the pool. Packed path
-// (scalar, AVX-512 planes narrower than 24 pixels, and 1×1): the pixels of one image (batch <
-// threads) or whole images per thread (small planes several at a time, folded).
+// read (no barrier; batch 1 is split by output rows, not by images). AVX-512, whole images
+// per thread while each thread has one, each padded into the thread's own copy; the images
+// left over one at a time on the whole pool, each thread padding the input rows from the
+// first its share of the pixel tiles reads to the next thread's first, then the tiles split
+// across the pool. Packed path (scalar, AVX-512 planes narrower than 24 pixels, and 1×1): the
+// pixels of one image (batch < threads) or whole images per thread (small planes several at
+// a time, folded).
+// (AVX-512 before: every image padded by the pool split by (channel, row) pairs, then its
+// tiles split, so each thread's tiles read half their input rows from the other core's
+// caches and every image waited on the pool twice; on the 2-core Zen 5 VM at 2 threads the
+// 3×3 layer at batch 32 ran at 75-77 % of peak against 88-91 % on 1 thread, AlexNet conv1 at
+// 75 % against 88 %. Predicted: most of that back. Measured on that VM, the build before and
+// this one alternately (results/cpu-zen5-2core/2026-12-05_conv-threads, minimum / median of
+// the runs), old ÷ new at 2 threads: MobileNet v1's conv1 (3 → 32, stride 2) batch 1 1.36× /
+// 1.65×, batch 8 1.33× / 1.37×; res3x3 batch 32 1.11× / 1.11× (6 runs), batch 1 1.03× / 1.05×;
+// AlexNet conv1 batch 1 1.10× / 1.10×, batch 8 0.95× / 0.94×, the one loss: there, with
+// whole images, each thread's padding took 74-90 µs an image against 27-30 µs on 1 thread
+// and its tiles 4-13 % longer (timers in a throwaway build); why is not known. 1 thread:
+// 0.99-1.01× (minimum).)
 //
 // Prediction, AVX-512 (3×3, C=K=64, 56×56, batch 1: 231 MFLOP): compute-bound; the 64-row M
 // is four 14-row tiles and one 8-row tile, and 32-pixel tiles within a 56-pixel row use 56 of
@@ -217,7 +232,8 @@ class ImplicitGemmConv final : public Kernel {
           span = std::max(span, padded_rows(b).last - padded_rows(b).first);
         rows_ = std::min(pad_h_, span + 8 * cv_.sh);
       }
-      make_padded(rows_, isa_ == Isa::avx2 ? threads_ : 1);  // AVX2: a window per thread (see run())
+      // AVX2: a window per thread; AVX-512: an image per thread where each has one (see run()).
+      make_padded(rows_, isa_ == Isa::avx2 || cv_.mb >= threads_ ? threads_ : 1);
     } else if (pixel_rows_) {
       ws_ = Workspace(isa_, ctx.threads, true, false, depth);
     } else {
@@ -267,8 +283,22 @@ class ImplicitGemmConv final : public Kernel {
       return;
     }
     if (indirect_) {
-      for (int64_t n = 0; n < cv_.mb; ++n)
-        indirect_image(x + n * cv_.ic * cv_.ih * cv_.iw, bias, y + n * cv_.oc * cv_.oh() * cv_.ow());
+      // Whole images per thread while every thread has one, each padded into the thread's own
+      // copy (nothing waits for another thread, the padded image stays in its core's
+      // caches); the images left over shared by the pool one at a time.
+      const int64_t IHW = cv_.ic * cv_.ih * cv_.iw, OHW = cv_.oc * cv_.oh() * cv_.ow();
+      const int64_t whole = cv_.mb - cv_.mb % threads_, n_tiles = int64_t(tiles_.size());
+      if (whole > 0)
+        pool_->run([&](int tid, int threads) {
+          const Range part = split(whole, 1, tid, threads);
+          float* pad = padded_.data() + tid * padded_floats_;
+          for (int64_t n = part.first; n < part.last; ++n) {
+            pad_rows(x + n * IHW, pad, 0, cv_.ic, 0, cv_.ih);
+            indirect_tiles(pad, bias, y + n * OHW, {0, n_tiles});
+          }
+        });
+      for (int64_t n = whole; n < cv_.mb; ++n)
+        indirect_image(x + n * IHW, bias, y + n * OHW);
       relu_pass(relu_, ts, pool_.get());
       return;
     }
@@ -579,43 +609,59 @@ class ImplicitGemmConv final : public Kernel {
     });
   }
 
-  // AVX-512: one image by indirect GEMM: pad it (the whole pool), then threads split the
-  // pixel tiles; each tile runs every group's row panels over the whole depth in KC slices.
+  // AVX-512: one image by indirect GEMM on the whole pool: pad it, then threads split the
+  // pixel tiles. Each thread pads the input rows from the first its tiles read to the first
+  // the next thread's read, every channel, so that its tiles find all but the filter's
+  // overlap into the next thread's rows in its own core's caches.
   void indirect_image(const float* x, const float* bias, float* y) {
-    const int64_t P = cv_.oh() * cv_.ow();
+    const int64_t n_tiles = int64_t(tiles_.size());
     float* pad = padded_.data();
-    pad_image(x, pad);
+    pool_->run([&](int tid, int threads) {
+      const auto first_row = [&](int t) -> int64_t {  // non-decreasing in t: tiles in raster order
+        if (t == 0) return 0;
+        if (t >= threads) return cv_.ih;
+        const int64_t first = split(n_tiles, 1, t, threads).first;
+        if (first >= n_tiles) return cv_.ih;
+        return std::clamp<int64_t>(tiles_[size_t(first)].oh * cv_.sh - cv_.ph, 0, cv_.ih);
+      };
+      const int64_t h0 = first_row(tid), h1 = first_row(tid + 1);
+      if (h0 < h1) pad_rows(x, pad, 0, cv_.ic, h0, h1);
+    });
+    pool_->run([&](int tid, int threads) { indirect_tiles(pad, bias, y, split(n_tiles, 1, tid, threads)); });
+  }
+
+  // Pixel tiles [part.first, part.last) of one image from its padded image `pad` into y; each
+  // tile runs every group's row panels over the whole depth in KC slices.
+  void indirect_tiles(const float* pad, const float* bias, float* y, Range part) const {
+    const int64_t P = cv_.oh() * cv_.ow();
     const int64_t c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g, depth = int64_t(offsets_.size());
     const Tile t = f32_tile(isa_);
-    pool_->run([&](int tid, int threads) {
-      const Range part = split(int64_t(tiles_.size()), 1, tid, threads);
-      IndirectArgs u;
-      u.ldc = P;
-      u.relu = relu_ == Relu::fused;
-      u.next_row = cv_.sh * phase_w_ - cv_.ow();
-      for (int64_t i = part.first; i < part.last; ++i) {
-        const PixelTile& pt = tiles_[size_t(i)];
-        u.n = int(pt.n);
-        u.split = pt.ow + pt.n > cv_.ow() ? int(cv_.ow() - pt.ow) : int(kTileWidth);
-        for (int64_t g = 0; g < cv_.g; ++g) {
-          const float* xg = pad + (g * c_g * pad_h_ + pt.oh * cv_.sh) * phase_w_ + pt.ow;
-          for (int64_t m0 = 0; m0 < k_g; m0 += t.mr) {
-            u.m = int(std::min<int64_t>(t.mr, k_g - m0));
-            u.c = y + (g * k_g + m0) * P + pt.oh * cv_.ow() + pt.ow;
-            u.bias_row = bias + g * k_g + m0;
-            for (int64_t pc = 0; pc < depth; pc += kKc) {
-              u.kc = std::min(kKc, depth - pc);
-              u.a = reinterpret_cast<const float*>(packed_[size_t(g)].panel_bytes(m0 / t.mr, pc));
-              u.x = xg;
-              u.off = offsets_.data() + pc;
-              u.load_c = pc > 0;
-              u.last = pc + u.kc >= depth;
-              ukr_f32_indirect_avx512(u);
-            }
+    IndirectArgs u;
+    u.ldc = P;
+    u.relu = relu_ == Relu::fused;
+    u.next_row = cv_.sh * phase_w_ - cv_.ow();
+    for (int64_t i = part.first; i < part.last; ++i) {
+      const PixelTile& pt = tiles_[size_t(i)];
+      u.n = int(pt.n);
+      u.split = pt.ow + pt.n > cv_.ow() ? int(cv_.ow() - pt.ow) : int(kTileWidth);
+      for (int64_t g = 0; g < cv_.g; ++g) {
+        const float* xg = pad + (g * c_g * pad_h_ + pt.oh * cv_.sh) * phase_w_ + pt.ow;
+        for (int64_t m0 = 0; m0 < k_g; m0 += t.mr) {
+          u.m = int(std::min<int64_t>(t.mr, k_g - m0));
+          u.c = y + (g * k_g + m0) * P + pt.oh * cv_.ow() + pt.ow;
+          u.bias_row = bias + g * k_g + m0;
+          for (int64_t pc = 0; pc < depth; pc += kKc) {
+            u.kc = std::min(kKc, depth - pc);
+            u.a = reinterpret_cast<const float*>(packed_[size_t(g)].panel_bytes(m0 / t.mr, pc));
+            u.x = xg;
+            u.off = offsets_.data() + pc;
+            u.load_c = pc > 0;
+            u.last = pc + u.kc >= depth;
+            ukr_f32_indirect_avx512(u);
           }
         }
       }
-    });
+    }
   }
 
   Conv2d cv_;
