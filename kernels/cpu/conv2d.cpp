@@ -114,6 +114,7 @@
 // 1.28×, res3x3 (stride 1, only the split changed: the noise band) 1.05× / 1.00×; AlexNet
 // conv1 batch 1 against conv2d.onednn.blocked 0.83× / 0.80× before, 0.92× / 0.85× after.
 // More than predicted at 1 thread, from a 7 % share in one perf run; not profiled further.
+// (The split by (channel, row) pairs has since given way to the tiles' rows; see Threads.)
 // Prediction, AVX2 (host: 2-core AMD EPYC Zen 3 VM, AVX2 + FMA, no AVX-512): one core's peak
 // is 2 FMA pipes × 8 lanes × 2 FLOP = 32 FLOP per cycle, ≈ 100 GFLOP/s (layerbench's figure;
 // the tile's k loop with B in L1 measured 98 GFLOP/s). Every layer here is compute-bound:
