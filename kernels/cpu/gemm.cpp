@@ -576,7 +576,6 @@ std::optional<AmxBlocking> forced_amx_blocking() {
   const std::string syntax = "expected kc_bytes=N, mc=N and/or prefetch=N, comma-separated";
   AmxBlocking b;
   size_t start = 0;
-  bool any = false;
   while (start <= value.size()) {
     const size_t end = std::min(value.find(',', start), value.size());
     const std::string_view item = value.substr(start, end - start);
@@ -586,10 +585,8 @@ std::optional<AmxBlocking> forced_amx_blocking() {
         number.find_first_not_of("0123456789") != number.npos)
       throw bad(syntax);
     (key == "mc" ? b.mc : key == "prefetch" ? b.prefetch : b.kc_bytes) = std::stoll(std::string(number));
-    any = true;
     start = end + 1;
   }
-  if (!any) throw bad(syntax);
   if (b.kc_bytes < 64 || b.kc_bytes > 8192 || b.kc_bytes % 64)
     throw bad("kc_bytes must be a multiple of 64 (a tile row) from 64 to 8192");
   if (b.mc < 32 || b.mc > 4096 || b.mc % 32)
@@ -762,7 +759,7 @@ Packed::Packed(Isa isa, bool side_rows, int64_t n, int64_t k, const Strided& src
 
 struct PackedAccess {
   static Packed make(Elem e, LowpPath path, int64_t n, int64_t k, const void* w, int64_t rs, int64_t cs) {
-    const Spec& s = spec_of(e, path);
+    const Spec s = spec_of(e, path);
     Packed p;
     p.r_ = s.nr;
     p.n_ = n;
@@ -821,7 +818,7 @@ void gemm_f32_serial(Isa isa, int64_t m, int64_t n, int64_t k, const Operand& a,
 }
 
 bool lowp_needs_partials(Elem e, LowpPath path, int64_t k) {
-  const Spec& s = spec_of(e, path);
+  const Spec s = spec_of(e, path);
   return round_up(k, s.ka) > s.kc;
 }
 bool lowp_needs_partials(Elem e, int64_t k) {
@@ -832,7 +829,7 @@ void gemm_lowp(Elem e, LowpPath path, int64_t m, int64_t n, int64_t k, const Low
                float scale, float* c, int64_t ldc, uint16_t* out_bf16, int64_t ldo, const Epilogue& ep,
                const Workspace& ws, Pool* pool) {
   if (ep.accumulate) throw Error("gemm_lowp: accumulate is not supported");
-  const Spec& s = spec_of(e, path);
+  const Spec s = spec_of(e, path);
   if (b.k() != round_up(k, s.ka)) throw Error("gemm_lowp: B was packed for another path or depth");
   if (size_t(s.mc * s.kc) * s.ea > ws.a_bytes())
     throw Error("gemm_lowp: the workspace's A block is too small");

@@ -45,11 +45,12 @@
 // tile peak on the 1024³ GEMMs, 20-40 % on the 2048³, oneDNN 15-55 % beside them. Why is
 // not known. 13 % is ~7900 cycles per 1024-cycle call, as if each step waited ~400 cycles
 // for its tiles: the A and B micro-panels (32 KiB each at the default KC) do not both fit
-// in a 48 KiB L1, and a tile register is not renamed, so a load that misses L1 holds up the
-// products behind it. Two candidates, neither measured: K slices of 512 bytes (both panels,
-// 16 KiB each, in L1) and software prefetch a few steps ahead (u.prefetch; 2 steps = 128
-// cycles of products, about an L2 miss's latency). LB_AMX_BLOCKING (gemm.h) sets both, and
-// scripts/cpu-targets.sh compares them with other blockings on such a host in one command.
+// in a 48 KiB L1, and if tile registers are not renamed (an assumption, not checked here) a
+// load that misses L1 holds up the products behind it. Two candidates, neither measured: K
+// slices of 512 bytes (both panels, 16 KiB each, in L1) and software prefetch a few steps
+// ahead (u.prefetch; 2 steps = 128 cycles of products, roughly an L2 miss's latency). LB_AMX_BLOCKING
+// (gemm.h) sets both, and scripts/cpu-targets.sh compares them with other blockings on such a host in one
+// command.
 #pragma once
 
 #include <cstdint>
