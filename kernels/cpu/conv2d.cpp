@@ -67,6 +67,23 @@
 //   groups of B loaded as vectors) measured 78 % of peak on its own: half its B loads split
 //   cache lines; broadcasts never do.
 //
+//   AVX-512 first layers (a group of at most 4 input channels, output rows of 16 pixels or
+//   more; ukr_f32_indirect_row_avx512): the roles swapped as on AVX2, 32 output channels in
+//   two vectors × 14 pixels of one output row (row_tiles: AlexNet conv1's 55 → 14+14+14+13),
+//   each pixel's B row k one float broadcast from x + off[k] + j. Prediction: the same 28 FMAs
+//   a k step as the 14×32 tile, against 2 aligned loads of A and 14 four-byte broadcasts (no
+//   split cache line, no merge of two output rows' lanes, which on Intel takes a port the FMAs
+//   use) and channels in whole vectors (64 = 2 × 32 against 14+14+14+14+8 rows, 32 against
+//   14+14+4): ≤ 1.1× on AlexNet conv1, ≤ 1.3× on MobileNet's conv1 (3 → 32), where the 4-row
+//   tile ran far below the rest. Measured on the 2-core AMD EPYC Zen 5 VM, the build before
+//   and this one alternately, 6 runs each (results/cpu-zen5-2core/
+//   2026-12-05_conv-first-layer-row-tile), before ÷ after, fastest run / median at 1 | 2
+//   threads: AlexNet conv1 batch 1 1.01 / 1.02 | 1.03 / 1.09, batch 8 1.00 / 0.99 | 1.05 /
+//   1.02; MobileNet conv1 batch 1 1.08 / 1.08 | 1.07 / 1.06, batch 8 1.05 / 0.98 | 1.20 / 1.35.
+//   The Intel host (60 % of peak on AlexNet conv1 against oneDNN's 91 %) has not run it. A
+//   16-channel × 28-pixel tile (1 load of A and 28 broadcasts a step) measured 0.86× on
+//   AlexNet conv1: 29 loads a step against the FMAs' 14 cycles, load-bound on Zen 5.
+//
 // Threads: AVX2, the batch's blocks of 60 pixels (about one output row) as one list split
 // across the pool, each thread padding into its own buffer only the input rows its blocks
 // read (no barrier; batch 1 is split by output rows, not by images). AVX-512, whole images
@@ -178,9 +195,14 @@ class ImplicitGemmConv final : public Kernel {
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
     // AVX-512's indirect tiles where they fill their lanes (tiles_fill_lanes: output rows of 24
     // pixels or more); narrower planes take the packed path, whose 32-pixel panels run
-    // across rows (see the header). AVX2's tiles take 6 pixels anywhere.
+    // across rows (see the header). AVX2's tiles take 6 pixels anywhere. A network's first
+    // layer (a group of at most kLaneInputChannels input channels: an image's), AVX-512, in
+    // output rows of 16 pixels or more, takes the row tile with channels in the lanes.
+    channel_lanes_ =
+        !pointwise_ && isa_ == Isa::avx512 && cv_.ic / cv_.g <= kLaneInputChannels && cv_.ow() >= 16;
     indirect_ =
-        !pointwise_ && ((isa_ == Isa::avx512 && tiles_fill_lanes(cv_, kTileWidth)) || isa_ == Isa::avx2);
+        !pointwise_ &&
+        ((isa_ == Isa::avx512 && (channel_lanes_ || tiles_fill_lanes(cv_, kTileWidth))) || isa_ == Isa::avx2);
     // Pointwise with the pixels as C's rows where pixel panels (NR wide) would leave over a
     // tenth more lanes empty than row panels (MR): AVX2 16 / 5, 7×7 planes 64 lanes against
     // 50; AVX-512 32 / 14, 7×7 64 against 56 and 14×14 224 against 196. (Scalar: unmeasured.)
@@ -192,17 +214,19 @@ class ImplicitGemmConv final : public Kernel {
     chan_a_ = {};
     sums_ = {};
     fold_ = 1;
-    if (indirect_ && isa_ == Isa::avx2) {
-      // The AVX2 indirect tile's A: 16-channel panels, k-major, channels past K_g zero;
-      // group g's panel q at ((g·panels + q)·depth)·16.
-      constexpr int R = kChannelsAvx2;
-      const int64_t panels = ceil_div(kg, int64_t(R));
-      chan_a_ = AlignedBuffer<float>(size_t(cv_.g * panels * depth * R));
+    if (indirect_ && (isa_ == Isa::avx2 || channel_lanes_)) {
+      // The AVX2 indirect tile's and the AVX-512 row tile's A: panels of chan_lanes() channels,
+      // k-major, each as wide as its channels rounded up to 16 (past K_g zero): chan_panel().
+      const int64_t R = chan_lanes(), width = round_up(kg, 16);
+      chan_a_ = AlignedBuffer<float>(size_t(cv_.g * width * depth));
       std::fill(chan_a_.data(), chan_a_.data() + chan_a_.size(), 0.0f);
       for (int64_t g = 0; g < cv_.g; ++g)
-        for (int64_t i = 0; i < kg; ++i)
+        for (int64_t i = 0; i < kg; ++i) {
+          const int64_t q = i / R, panel_width = std::min(R, width - q * R);
           for (int64_t k = 0; k < depth; ++k)
-            chan_a_.data()[((g * panels + i / R) * depth + k) * R + i % R] = w[(g * kg + i) * depth + k];
+            chan_a_.data()[(g * width + q * R) * depth + k * panel_width + i % R] =
+                w[(g * kg + i) * depth + k];
+        }
     } else if (pixel_rows_) {
       // Wᵀ (C × K) as the B side: column k is W's row k.
       packed_.emplace_back(isa_, false, kg, depth, Strided{w, depth, 1});
@@ -218,7 +242,9 @@ class ImplicitGemmConv final : public Kernel {
       tiles_.clear();
       pixels_.clear();
       rows_ = pad_h_;
-      if (isa_ == Isa::avx512) {
+      if (channel_lanes_) {
+        tiles_ = row_tiles(cv_.oh(), cv_.ow());
+      } else if (isa_ == Isa::avx512) {
         tiles_ = pixel_tiles(cv_, kTileWidth);  // 32 pixels in raster order, across rows
       } else {
         // Every output pixel's offset in a group's padded image (first phase image, row
@@ -295,7 +321,7 @@ class ImplicitGemmConv final : public Kernel {
           float* pad = padded_.data() + tid * padded_floats_;
           for (int64_t n = part.first; n < part.last; ++n) {
             pad_rows(x + n * IHW, pad, 0, cv_.ic, 0, cv_.ih);
-            indirect_tiles(pad, bias, y + n * OHW, {0, n_tiles});
+            tiles(pad, bias, y + n * OHW, {0, n_tiles});
           }
         });
       for (int64_t n = whole; n < cv_.mb; ++n)
@@ -363,12 +389,15 @@ class ImplicitGemmConv final : public Kernel {
   std::string details() const override {
     if (lowp_) return lowp_->details();
     const bool pixels = indirect_ && isa_ == Isa::avx2;
-    const Tile t = pixels ? Tile{kChannelsAvx2, kPixelsAvx2} : f32_tile(isa_);
+    const Tile t = channel_lanes_ ? Tile{kRowChannelsAvx512, kRowPixelsAvx512}
+                   : pixels       ? Tile{kChannelsAvx2, kPixelsAvx2}
+                                  : f32_tile(isa_);
     return "isa=" + std::string(name(isa_)) + " tile=" + std::to_string(t.mr) + "x" + std::to_string(t.nr) +
-           (pixel_rows_  ? " pointwise, pixels as rows"
-            : pointwise_ ? " pointwise"
-            : indirect_  ? " indirect"
-                         : " implicit-im2col");
+           (pixel_rows_      ? " pointwise, pixels as rows"
+            : pointwise_     ? " pointwise"
+            : channel_lanes_ ? " indirect, channels in lanes"
+            : indirect_      ? " indirect"
+                             : " implicit-im2col");
   }
   size_t scratch_bytes() const override {
     if (lowp_) return lowp_->scratch_bytes();
@@ -381,8 +410,10 @@ class ImplicitGemmConv final : public Kernel {
  private:
   static constexpr int64_t kTileWidth = 32;  // pixels per tile: the AVX-512 tile's NR
   static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
-  static constexpr double kStreamBytes = 1 << 20;  // far past a 512 KiB L2
-  static constexpr int64_t kFoldPixels = 256;      // columns a folded product aims at: 8 panels of 32
+  static constexpr double kStreamBytes = 1 << 20;   // far past a 512 KiB L2
+  static constexpr int64_t kFoldPixels = 256;       // columns a folded product aims at: 8 panels of 32
+  static constexpr int64_t kLaneInputChannels = 4;  // channel_lanes_: input channels a group at most
+  static constexpr int64_t kLaneTiles = 8;          // channel_lanes_: tiles a panel's weights stay for
   struct Pixel {
     int64_t in, out;  // offsets in a group's padded image and in an output plane
   };
@@ -499,7 +530,7 @@ class ImplicitGemmConv final : public Kernel {
         float* yq = y + (g * k_g + q * R) * P;
         for (int64_t pc = 0; pc < depth; pc += slice) {
           u.kc = std::min(slice, depth - pc);
-          u.a = chan_a_.data() + ((g * panels + q) * depth + pc) * R;
+          u.a = chan_panel(g, q, depth) + pc * R;
           u.off = offsets_.data() + pc;
           u.load_c = pc > 0;
           u.last = pc + u.kc >= depth;
@@ -628,7 +659,62 @@ class ImplicitGemmConv final : public Kernel {
       const int64_t h0 = first_row(tid), h1 = first_row(tid + 1);
       if (h0 < h1) pad_rows(x, pad, 0, cv_.ic, h0, h1);
     });
-    pool_->run([&](int tid, int threads) { indirect_tiles(pad, bias, y, split(n_tiles, 1, tid, threads)); });
+    pool_->run([&](int tid, int threads) { tiles(pad, bias, y, split(n_tiles, 1, tid, threads)); });
+  }
+
+  // Tiles [part.first, part.last) of one image from its padded image `pad` into y.
+  void tiles(const float* pad, const float* bias, float* y, Range part) const {
+    if (channel_lanes_)
+      lane_tiles(pad, bias, y, part);
+    else
+      indirect_tiles(pad, bias, y, part);
+  }
+
+  // Output rows of `ow` pixels in tiles of at most kRowPixelsAvx512, a row's tiles of
+  // (nearly) equal width: 55 → 14 + 14 + 14 + 13, 112 → 8 × 14, 31 → 11 + 11 + 9.
+  static std::vector<PixelTile> row_tiles(int64_t oh, int64_t ow) {
+    std::vector<PixelTile> t;
+    const int64_t per_row = ceil_div(ow, int64_t(kRowPixelsAvx512)), width = ceil_div(ow, per_row);
+    for (int64_t h = 0; h < oh; ++h)
+      for (int64_t w = 0; w < ow; w += width)
+        t.push_back({h, w, std::min(width, ow - w)});
+    return t;
+  }
+
+  // AVX-512 row tiles [part.first, part.last) (row_tiles) of one image from its padded image
+  // `pad` into y, kLaneTiles at a time, each group's channel panels in turn over them: a
+  // panel's weights (32 × depth floats: AlexNet conv1's 46 KB) stay in L1 or L2 across them.
+  void lane_tiles(const float* pad, const float* bias, float* y, Range part) const {
+    const int64_t P = cv_.oh() * cv_.ow(), c_g = cv_.ic / cv_.g, k_g = cv_.oc / cv_.g;
+    const int64_t depth = int64_t(offsets_.size()), R = kRowChannelsAvx512;
+    IndirectRowArgs u;
+    u.kc = depth;
+    u.off = offsets_.data();
+    u.ldc = P;
+    u.relu = relu_ == Relu::fused;
+    for (int64_t i0 = part.first; i0 < part.last; i0 += kLaneTiles) {
+      const int64_t i1 = std::min(part.last, i0 + kLaneTiles);
+      for (int64_t g = 0; g < cv_.g; ++g)
+        for (int64_t q = 0; q * R < k_g; ++q) {
+          u.m = int(std::min(R, k_g - q * R));
+          u.a = chan_panel(g, q, depth);
+          u.bias_row = bias + g * k_g + q * R;
+          for (int64_t i = i0; i < i1; ++i) {
+            const PixelTile& pt = tiles_[size_t(i)];
+            u.n = int(pt.n);
+            u.x = pad + (g * c_g * pad_h_ + pt.oh * cv_.sh) * phase_w_ + pt.ow;
+            u.c = y + (g * k_g + q * R) * P + pt.oh * cv_.ow() + pt.ow;
+            ukr_f32_indirect_row_avx512(u);
+          }
+        }
+    }
+  }
+
+  // The channels-in-lanes tiles' weights (chan_a_): panels of chan_lanes() channels, the last as
+  // wide as its channels rounded up to 16; panel q of group g, k-major, at (g·⌈K_g⌉₁₆ + q·R)·depth.
+  int64_t chan_lanes() const { return isa_ == Isa::avx2 ? kChannelsAvx2 : kRowChannelsAvx512; }
+  const float* chan_panel(int64_t g, int64_t q, int64_t depth) const {
+    return chan_a_.data() + (g * round_up(cv_.oc / cv_.g, 16) + q * chan_lanes()) * depth;
   }
 
   // Pixel tiles [part.first, part.last) of one image from its padded image `pad` into y; each
@@ -672,14 +758,15 @@ class ImplicitGemmConv final : public Kernel {
   bool pointwise_ = false;
   bool pixel_rows_ = false;  // pointwise with pixels as C's rows (pixel_rows_product)
   bool indirect_ = false;
+  bool channel_lanes_ = false;  // AVX-512: the row tile with channels in the lanes (lane_tiles)
   int64_t pad_h_ = 0, phase_w_ = 0;
   int64_t rows_ = 0;           // padded rows held per channel: all (AVX-512), a window (AVX2)
   int64_t padded_floats_ = 0;  // one padded image or window
   AlignedBuffer<float> padded_;
   std::vector<int64_t> offsets_;
-  std::vector<PixelTile> tiles_;  // AVX-512
+  std::vector<PixelTile> tiles_;  // AVX-512 (channel_lanes_: row_tiles)
   std::vector<Pixel> pixels_;     // AVX2
-  AlignedBuffer<float> chan_a_;   // AVX2: the weights in 16-channel panels
+  AlignedBuffer<float> chan_a_;   // AVX2, channel_lanes_: the weights in channel panels (chan_panel)
   AlignedBuffer<float> sums_;     // pixel_rows_: Cᵀ of one image (per thread where each has images);
                                   // fold_ > 1: each thread's C block of fold_ images
   int64_t fold_ = 1;              // packed path: images per product

@@ -118,4 +118,24 @@ struct IndirectPixelsArgs {
 constexpr int kPixelsAvx2 = 6, kChannelsAvx2 = 16;
 void ukr_f32_indirect_pixels_avx2(const IndirectPixelsArgs& u);
 
+// Indirect f32 row tile (AVX-512), channels in the lanes as above: up to 32 output channels
+// (two vectors of A per k step from a panel k-major [k][16·⌈m/16⌉], 64-byte aligned) × up to
+// 14 output pixels consecutive in one output row, each broadcast from the padded image: row k
+// of pixel j's B is the float at x + off[k] + j (pixels are consecutive in a phase image). The
+// whole depth in one call; the sums, plus bias and ReLU, leave through 16×16 transposes into
+// C's channel rows: element (channel i, pixel j) at c + i·ldc + j.
+struct IndirectRowArgs {
+  int64_t kc = 0;
+  const float* a = nullptr;
+  const float* x = nullptr;      // the first pixel; n rounded up to even floats are read at every x + off[k]
+  const int64_t* off = nullptr;  // kc offsets, one per (channel, filter row, filter column)
+  float* c = nullptr;
+  int64_t ldc = 0;
+  int m = 0, n = 0;  // valid channels (≤ 32) and pixels (≤ 14)
+  const float* bias_row = nullptr;
+  bool relu = false;
+};
+constexpr int kRowPixelsAvx512 = 14, kRowChannelsAvx512 = 32;
+void ukr_f32_indirect_row_avx512(const IndirectRowArgs& u);
+
 }  // namespace lb::cpu
