@@ -2,7 +2,9 @@
 # scripts/cpu-targets.sh end to end on a tiny suite (a line of each op and precision): exit
 # 0, a low-precision run (on an AMX host one per blocking, then AVX-512) and an f32 run,
 # each with its ratios in ratios.csv and its results JSON in runs.tar.gz, four files in
-# OUTDIR; and the refusals: a bad AMX blocking and an OUTDIR in use, exit 2 before any run.
+# OUTDIR; the recheck (every case taken as a loss with --recheck-below 100): its shuffled
+# runs' ratios and the table of first-run and rechecked ratios; and the refusals: a bad AMX
+# blocking, a bad --recheck and an OUTDIR in use, exit 2 before any run.
 # One line per broken assertion.
 # usage: scripts/tests/cpu_targets_test.sh BUILD_DIR
 set -uo pipefail
@@ -27,7 +29,7 @@ bad() {
 }
 
 "$repo/scripts/cpu-targets.sh" "$tmp/out" --suite "$tmp/suite.txt" --layerbench "$lb" --quick \
-  --blockings "kc_bytes=64,mc=32" >"$tmp/stdout" 2>&1
+  --blockings "kc_bytes=64,mc=32" --recheck 2 --recheck-below 100 >"$tmp/stdout" 2>&1
 rc=$?
 [ $rc = 0 ] || bad "exit status $rc, expected 0: $(tail -n 3 "$tmp/stdout")"
 files=$(ls "$tmp/out" | tr '\n' ' ')
@@ -48,6 +50,17 @@ done
 grep -q '^f32,.*dt=bf16' "$tmp/out/ratios.csv" && bad "a bf16 case in the f32 run"
 grep -q '^lowp[^,]*,.*,f32,' "$tmp/out/ratios.csv" && bad "an f32 case in a low-precision run"
 head -n 1 "$tmp/out/ratios.csv" | grep -q '^run,problem,dtype,threads,kernel,' || bad "ratios.csv's header"
+# The recheck: every problem of the f32 and the default low-precision run again, shuffled.
+problems=$(grep -cvE '^[[:space:]]*(#|$)' "$tmp/suite.txt")
+grep -q "recheck: $problems problems with a case below 100× oneDNN; 2 shuffled repetitions each" \
+  "$tmp/out/cpu-targets.log" || bad "the recheck did not take all $problems problems"
+[ "$(grep -c '^recheck,' "$tmp/out/ratios.csv")" -ge "$problems" ] || bad "ratios.csv has under $problems recheck rows"
+[ -f "$tmp/runs/recheck-$problems.json.gz" ] || bad "recheck-$problems.json.gz is missing from runs.tar.gz"
+python3 -c 'import gzip, json, sys; d = json.load(gzip.open(sys.argv[1]))
+assert d["context"]["layerbench_repetitions_shuffled"] == "true"' "$tmp/runs/recheck-1.json.gz" 2>/dev/null ||
+  bad "recheck-1's repetitions were not shuffled"
+grep -qE '^\| dense mb=32 ic=64 oc=48 dt=f32 relu=none \| 1 \| dense\.cpu\.[a-z_]+ \| [0-9.]+× \| [0-9.]+× \|$' \
+  "$tmp/out/cpu-targets.log" || bad "no first-run and rechecked ratio of the f32 dense case in the log"
 
 # Refusals: a blocking layerbench rejects, an OUTDIR with files in it.
 "$repo/scripts/cpu-targets.sh" "$tmp/out2" --suite "$tmp/suite.txt" --layerbench "$lb" --blockings "mc=33" \
@@ -57,6 +70,10 @@ rc=$?
 grep -q "cpu-targets: --blockings: LB_AMX_BLOCKING=mc=33: mc must be a multiple of 32" "$tmp/refused" ||
   bad "a bad blocking: no reason given ($(cat "$tmp/refused"))"
 [ -z "$(ls -A "$tmp/out2" 2>/dev/null)" ] || bad "a bad blocking left files in OUTDIR"
+"$repo/scripts/cpu-targets.sh" "$tmp/out2" --suite "$tmp/suite.txt" --layerbench "$lb" --recheck 2x >"$tmp/refused" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "cpu-targets: --recheck '2x': expected a whole number" "$tmp/refused" ||
+  bad "a bad --recheck: exit $rc ($(cat "$tmp/refused"))"
 "$repo/scripts/cpu-targets.sh" "$tmp/out" --suite "$tmp/suite.txt" --layerbench "$lb" >"$tmp/refused" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "is not empty" "$tmp/refused" || bad "an OUTDIR in use: exit $rc ($(cat "$tmp/refused"))"
