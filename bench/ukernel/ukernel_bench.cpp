@@ -46,15 +46,15 @@ using lb::AlignedBuffer;
 using lb::cpu::Elem;
 using lb::cpu::UkArgs;
 
-constexpr int64_t kLdc = 1024;    // C's row stride, as in a 1024-wide GEMM
+constexpr int64_t kLdc = 1024;       // C's row stride, as in a 1024-wide GEMM
 constexpr int64_t kBlockRows = 256;  // rows of A in the l2 mode's block (AMX's default MC)
 
 struct Path {
   std::string name;  // "avx512_f32", "amx_bf16", ...
   Elem e;
   int mr, nr;
-  int kg;        // B's (and the AVX-512 A's) group: the dot product's depth
-  int a_depth;   // A panel's depth group: kg, or AMX's tile step (32 bf16 / 64 u8)
+  int kg;       // B's (and the AVX-512 A's) group: the dot product's depth
+  int a_depth;  // A panel's depth group: kg, or AMX's tile step (32 bf16 / 64 u8)
   std::string peak_kind;
   void (*ukr)(const UkArgs&);
   void (*begin)() = nullptr;
@@ -162,19 +162,21 @@ std::string check_one_call(const Path& p, int64_t kc) {
     for (int j = 0; j < p.nr; ++j) {
       double want = 0, magnitude = 0;
       for (int64_t k = 0; k < kc; ++k) {
-        const double t = value(p.e, a.data(), a_index(p, r, k), true) * value(p.e, b.data(), b_index(p, k, j), false);
+        const double t =
+            value(p.e, a.data(), a_index(p, r, k), true) * value(p.e, b.data(), b_index(p, k, j), false);
         want += t;
         magnitude += std::fabs(t);
       }
       want *= u.scale;
       magnitude *= u.scale;
-      const double got = p.e == Elem::bf16 ? lb::bf16_to_f32(out[size_t(r) * kLdc + j]) : c[size_t(r) * kLdc + j];
+      const double got =
+          p.e == Elem::bf16 ? lb::bf16_to_f32(out[size_t(r) * kLdc + j]) : c[size_t(r) * kLdc + j];
       // f32 sums: a few ulps of the magnitude per term; bf16 output: its 8-bit mantissa.
       const double tol = p.e == Elem::bf16 ? std::fabs(want) / 128 + magnitude * 1e-5 : magnitude * 1e-5;
       if (!(std::fabs(got - want) <= tol)) {
         char line[160];
-        std::snprintf(line, sizeof line, "wrong tile: C(%d,%d) = %.6g, expected %.6g (kc %lld)", r, j, got, want,
-                      static_cast<long long>(kc));
+        std::snprintf(line, sizeof line, "wrong tile: C(%d,%d) = %.6g, expected %.6g (kc %lld)", r, j, got,
+                      want, static_cast<long long>(kc));
         return line;
       }
     }
@@ -225,7 +227,8 @@ void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes,
   const double flops = 2.0 * p.mr * p.nr * kc * panels;
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   if (peak > 0)
-    state.counters["pct_peak"] = benchmark::Counter(flops * 100 / peak, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["pct_peak"] =
+        benchmark::Counter(flops * 100 / peak, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["s_per_call"] = benchmark::Counter(
       double(panels), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   char label[200];
