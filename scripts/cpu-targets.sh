@@ -222,9 +222,11 @@ done
 # The recheck. Every problem where our fastest kernel was slower than oneDNN's (ratio
 # below --recheck-below) at some thread count, in the f32 or the default low-precision
 # run, slowest first: RATIO|PROBLEM|THREADS|KERNELS (those kernels and the baseline).
+# The runs whose ratios the recheck starts from (ratios.csv's first column).
+first_runs='^(f32|lowp|lowp-amx-default)$'
 if [ "$recheck" -gt 0 ] && [ -s "$out/ratios.csv" ]; then
-  awk -F, -v below="$recheck_below" '
-    NR > 1 && ($1 == "f32" || $1 == "lowp" || $1 == "lowp-amx-default") {
+  awk -F, -v below="$recheck_below" -v first_runs="$first_runs" '
+    NR > 1 && $1 ~ first_runs {
       k = $2 SUBSEP $4
       if (!(k in best) || $11 + 0 > best[k]) { best[k] = $11 + 0; kernel[k] = $5 }
       baseline[k] = $9
@@ -287,7 +289,7 @@ if [ "$recheck" -gt 0 ] && [ -s "$out/ratios.csv" ]; then
       echo
       echo "| problem | threads | kernel | first run | rechecked |"
       echo "|---|---:|---|---:|---:|"
-      awk -F, 'NR > 1 && ($1 == "f32" || $1 == "lowp" || $1 == "lowp-amx-default") { first[$2 SUBSEP $4 SUBSEP $5] = $11 }
+      awk -F, -v first_runs="$first_runs" 'NR > 1 && $1 ~ first_runs { first[$2 SUBSEP $4 SUBSEP $5] = $11 }
         $1 == "recheck" {
           k = $2 SUBSEP $4 SUBSEP $5
           printf "| %s | %s | %s | %s | %.2f× |\n", $2, $4, $5, (k in first) ? sprintf("%.2f×", first[k]) : "–", $11
@@ -295,8 +297,8 @@ if [ "$recheck" -gt 0 ] && [ -s "$out/ratios.csv" ]; then
       echo
     } >>"$out/cpu-targets.log"
     # Counted over the cases (problem, threads) that were below in the first run.
-    log "recheck: $(awk -F, -v below="$recheck_below" '
-      NR > 1 && ($1 == "f32" || $1 == "lowp" || $1 == "lowp-amx-default") {
+    log "recheck: $(awk -F, -v below="$recheck_below" -v first_runs="$first_runs" '
+      NR > 1 && $1 ~ first_runs {
         k = $2 SUBSEP $4; if (!(k in first) || $11 + 0 > first[k]) first[k] = $11 + 0 }
       $1 == "recheck" { k = $2 SUBSEP $4; if (!(k in best) || $11 + 0 > best[k]) best[k] = $11 + 0 }
       END { n = 0; m = 0; for (k in best) if (first[k] < below + 0) { n++; if (best[k] >= below + 0) m++ }

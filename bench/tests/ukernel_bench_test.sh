@@ -19,10 +19,9 @@ import json, sys
 
 doc = json.load(open(sys.argv[1]))
 bad = []
-seen = set()
+
 for b in doc["benchmarks"]:
     name, path = b["name"], b["name"].split("/")[0]
-    seen.add(path)
     if b.get("error_occurred"):
         why = b.get("error_message", "")
         if "wrong tile" in why or path.startswith("amx_emulated") or path.startswith("avx512_f32") and "AVX-512" not in why:

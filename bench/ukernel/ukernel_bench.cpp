@@ -10,8 +10,9 @@
 //       as they get (in L1 while (MR + NR) × kc_bytes fits);
 //   l2  the driver's innermost loop: one B micro-panel, A from a block of 256 rows (the
 //       AMX default MC), a panel per call in turn, C tiles down a column of a 1024-wide C.
-// over kc_bytes, the bytes of depth a K slice spans (gemm.cpp's defaults: f32, bf16 and
-// int8 on AVX-512 4096; AMX 1024), and on AMX the software-prefetch distance (UkArgs).
+// over kc_bytes, the bytes of depth a K slice spans (the label gives the GEMM's own K
+// slice), and on AMX the software-prefetch distance (UkArgs). Tiles, layouts and kernels
+// are gemm.cpp's own (lb::cpu::micro_kernel), so this times what the GEMM calls.
 // Before its timing each case runs one call on random operands and checks the tile
 // against a double-precision product of the same panels: a case whose check fails is
 // skipped with the reason, never timed.
@@ -49,22 +50,15 @@ using lb::cpu::UkArgs;
 constexpr int64_t kLdc = 1024;       // C's row stride, as in a 1024-wide GEMM
 constexpr int64_t kBlockRows = 256;  // rows of A in the l2 mode's block (AMX's default MC)
 
+// A micro-kernel to time: gemm.cpp's description of it, the peak it is held against, and
+// why it cannot run here (empty when it can).
 struct Path {
   std::string name;  // "avx512_f32", "amx_bf16", ...
   Elem e;
-  int mr, nr;
-  int kg;       // B's (and the AVX-512 A's) group: the dot product's depth
-  int a_depth;  // A panel's depth group: kg, or AMX's tile step (32 bf16 / 64 u8)
+  lb::cpu::MicroKernel k;
   std::string peak_kind;
-  void (*ukr)(const UkArgs&);
-  void (*begin)() = nullptr;
-  void (*end)() = nullptr;
-  std::string unavailable;  // why not here; empty when it runs
+  std::string unavailable;
 };
-
-size_t elem_bytes(Elem e) {
-  return e == Elem::f32 ? 4 : e == Elem::bf16 ? 2 : 1;
-}
 
 std::vector<Path> paths(bool emulated) {
   using namespace lb::cpu;
@@ -72,31 +66,28 @@ std::vector<Path> paths(bool emulated) {
   const std::string bf16 = avx512 && __builtin_cpu_supports("avx512bf16") ? "" : "no AVX512_BF16 on this CPU";
   const std::string vnni = avx512 && __builtin_cpu_supports("avx512vnni") ? "" : "no AVX512_VNNI on this CPU";
   std::vector<Path> p = {
-      {"avx512_f32", Elem::f32, 14, 32, 1, 1, "f32_fma", ukr_f32_avx512, nullptr, nullptr,
-       avx512 ? "" : "no AVX-512 on this CPU"},
-      {"avx512_bf16", Elem::bf16, 14, 32, 2, 2, "bf16_dot", ukr_bf16_avx512, nullptr, nullptr, bf16},
-      {"avx512_int8", Elem::u8s8, 14, 32, 4, 4, "i8_dot", ukr_u8s8_avx512, nullptr, nullptr, vnni},
-      {"amx_bf16", Elem::bf16, 32, 32, 2, 32, "bf16_amx", ukr_bf16_amx, amx_configure, amx_release,
-       amx_reason(Elem::bf16)},
-      {"amx_int8", Elem::u8s8, 32, 32, 4, 64, "i8_amx", ukr_u8s8_amx, amx_configure, amx_release,
-       amx_reason(Elem::u8s8)},
+      {"avx512_f32", Elem::f32, micro_kernel(Isa::avx512), "f32_fma", avx512 ? "" : "no AVX-512 on this CPU"},
+      {"avx512_bf16", Elem::bf16, micro_kernel(Elem::bf16, LowpPath::avx512), "bf16_dot", bf16},
+      {"avx512_int8", Elem::u8s8, micro_kernel(Elem::u8s8, LowpPath::avx512), "i8_dot", vnni},
+      {"amx_bf16", Elem::bf16, micro_kernel(Elem::bf16, LowpPath::amx), "bf16_amx", amx_reason(Elem::bf16)},
+      {"amx_int8", Elem::u8s8, micro_kernel(Elem::u8s8, LowpPath::amx), "i8_amx", amx_reason(Elem::u8s8)},
   };
   if (emulated) {
-    p.push_back({"amx_emulated_bf16", Elem::bf16, 32, 32, 2, 32, "bf16_amx", ukr_bf16_amx_emulated,
-                 amx_configure_emulated, amx_release_emulated, ""});
-    p.push_back({"amx_emulated_int8", Elem::u8s8, 32, 32, 4, 64, "i8_amx", ukr_u8s8_amx_emulated,
-                 amx_configure_emulated, amx_release_emulated, ""});
+    p.push_back(
+        {"amx_emulated_bf16", Elem::bf16, micro_kernel(Elem::bf16, LowpPath::amx_emulated), "bf16_amx", ""});
+    p.push_back(
+        {"amx_emulated_int8", Elem::u8s8, micro_kernel(Elem::u8s8, LowpPath::amx_emulated), "i8_amx", ""});
   }
   return p;
 }
 
-// Element (r, k) of an A micro-panel (MR rows, k-major in groups of a_depth) and (k, j) of
-// a B micro-panel (NR columns, groups of kg): their indices in elements.
-int64_t a_index(const Path& p, int64_t r, int64_t k) {
-  return (k / p.a_depth) * p.mr * p.a_depth + r * p.a_depth + k % p.a_depth;
+// Element (r, k) of an A micro-panel (MR rows, k-major in groups of ka) and (k, j) of a B
+// micro-panel (NR columns, groups of kg): their indices in elements.
+int64_t a_index(const lb::cpu::MicroKernel& k, int64_t r, int64_t d) {
+  return (d / k.ka) * k.mr * k.ka + r * k.ka + d % k.ka;
 }
-int64_t b_index(const Path& p, int64_t k, int64_t j) {
-  return (k / p.kg) * p.nr * p.kg + j * p.kg + k % p.kg;
+int64_t b_index(const lb::cpu::MicroKernel& k, int64_t d, int64_t j) {
+  return (d / k.kg) * k.nr * k.kg + j * k.kg + d % k.kg;
 }
 
 // Random operands in the element kind, and each element's value as a double.
@@ -134,20 +125,19 @@ double value(Elem e, const std::byte* src, int64_t i, bool is_a) {
 // every element is within the element kind's rounding, else the first that is not.
 std::string check_one_call(const Path& p, int64_t kc) {
   std::mt19937 rng(12345);
-  const size_t eb = elem_bytes(p.e);
-  AlignedBuffer<std::byte> a(size_t(p.mr) * kc * eb), b(size_t(p.nr) * kc * eb);
-  fill(p.e, a.data(), size_t(p.mr) * kc, rng);
-  fill(p.e, b.data(), size_t(p.nr) * kc, rng);
-  AlignedBuffer<float> c(size_t(p.mr) * kLdc);
-  AlignedBuffer<uint16_t> out(size_t(p.mr) * kLdc);
+  AlignedBuffer<std::byte> a(size_t(p.k.mr) * kc * p.k.ea), b(size_t(p.k.nr) * kc * p.k.eb);
+  fill(p.e, a.data(), size_t(p.k.mr) * kc, rng);
+  fill(p.e, b.data(), size_t(p.k.nr) * kc, rng);
+  AlignedBuffer<float> c(size_t(p.k.mr) * kLdc);
+  AlignedBuffer<uint16_t> out(size_t(p.k.mr) * kLdc);
   UkArgs u;
   u.kc = kc;
   u.a = a.data();
   u.b = b.data();
   u.c = c.data();
   u.ldc = kLdc;
-  u.m = p.mr;
-  u.n = p.nr;
+  u.m = p.k.mr;
+  u.n = p.k.nr;
   u.load_c = true;
   u.last = true;
   u.scale = p.e == Elem::u8s8 ? 0.5f : 1.0f;
@@ -155,15 +145,15 @@ std::string check_one_call(const Path& p, int64_t kc) {
     u.out_bf16 = out.data();
     u.ldo = kLdc;
   }
-  if (p.begin) p.begin();
-  p.ukr(u);
-  if (p.end) p.end();
-  for (int r = 0; r < p.mr; ++r)
-    for (int j = 0; j < p.nr; ++j) {
+  if (p.k.begin) p.k.begin();
+  p.k.ukr(u);
+  if (p.k.end) p.k.end();
+  for (int r = 0; r < p.k.mr; ++r)
+    for (int j = 0; j < p.k.nr; ++j) {
       double want = 0, magnitude = 0;
       for (int64_t k = 0; k < kc; ++k) {
         const double t =
-            value(p.e, a.data(), a_index(p, r, k), true) * value(p.e, b.data(), b_index(p, k, j), false);
+            value(p.e, a.data(), a_index(p.k, r, k), true) * value(p.e, b.data(), b_index(p.k, k, j), false);
         want += t;
         magnitude += std::fabs(t);
       }
@@ -188,53 +178,54 @@ void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes,
     state.SkipWithError(p.unavailable.c_str());
     return;
   }
-  const size_t eb = elem_bytes(p.e);
-  const int64_t kc = kc_bytes / int64_t(eb);
+  const int64_t kc = kc_bytes / int64_t(p.k.ea);
   if (const std::string wrong = check_one_call(p, kc); !wrong.empty()) {
     state.SkipWithError(wrong.c_str());
     return;
   }
-  const int64_t panels = l2 ? kBlockRows / p.mr : 1;  // AVX-512's 14 rows: 18 panels, 252 rows
-  const int64_t a_panel = p.mr * kc * int64_t(eb), b_panel = p.nr * kc * int64_t(eb);
+  const int64_t panels = l2 ? kBlockRows / p.k.mr : 1;  // AVX-512's 14 rows: 18 panels, 252 rows
+  const int64_t a_panel = p.k.mr * kc * int64_t(p.k.ea), b_panel = p.k.nr * kc * int64_t(p.k.eb);
   std::mt19937 rng(7);
   AlignedBuffer<std::byte> a{size_t(panels * a_panel)}, b{size_t(b_panel)};
-  fill(p.e, a.data(), size_t(panels * p.mr * kc), rng);
-  fill(p.e, b.data(), size_t(p.nr * kc), rng);
-  AlignedBuffer<float> c(size_t(panels * p.mr * kLdc));
-  AlignedBuffer<uint16_t> out(size_t(panels * p.mr * kLdc));
+  fill(p.e, a.data(), size_t(panels * p.k.mr * kc), rng);
+  fill(p.e, b.data(), size_t(p.k.nr * kc), rng);
+  AlignedBuffer<float> c(size_t(panels * p.k.mr * kLdc));
+  AlignedBuffer<uint16_t> out(size_t(panels * p.k.mr * kLdc));
   UkArgs u;
   u.kc = kc;
   u.b = b.data();
   u.ldc = kLdc;
   u.ldo = kLdc;
-  u.m = p.mr;
-  u.n = p.nr;
+  u.m = p.k.mr;
+  u.n = p.k.nr;
   u.load_c = true;
   u.last = true;
   u.scale = p.e == Elem::u8s8 ? 1e-6f : 1.0f;
   u.prefetch = prefetch;
-  if (p.begin) p.begin();
+  if (p.k.begin) p.k.begin();
   for (auto _ : state) {
     for (int64_t i = 0; i < panels; ++i) {
       u.a = a.data() + i * a_panel;
-      u.c = c.data() + i * p.mr * kLdc;
-      u.out_bf16 = p.e == Elem::bf16 ? out.data() + i * p.mr * kLdc : nullptr;
-      p.ukr(u);
+      u.c = c.data() + i * p.k.mr * kLdc;
+      u.out_bf16 = p.e == Elem::bf16 ? out.data() + i * p.k.mr * kLdc : nullptr;
+      p.k.ukr(u);
     }
     benchmark::ClobberMemory();
   }
-  if (p.end) p.end();
-  const double flops = 2.0 * p.mr * p.nr * kc * panels;
+  if (p.k.end) p.k.end();
+  const double flops = 2.0 * p.k.mr * p.k.nr * kc * panels;
   state.counters["FLOP/s"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
   if (peak > 0)
     state.counters["pct_peak"] =
         benchmark::Counter(flops * 100 / peak, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["s_per_call"] = benchmark::Counter(
       double(panels), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  char label[200];
-  std::snprintf(label, sizeof label, "%dx%d tile, kc %lld (%lld B a row), A %lld KiB + B %lld KiB a call%s",
-                p.mr, p.nr, static_cast<long long>(kc), static_cast<long long>(kc_bytes),
-                static_cast<long long>(a_panel / 1024), static_cast<long long>(b_panel / 1024),
+  char label[240];
+  std::snprintf(label, sizeof label,
+                "%dx%d tile, kc %lld (%lld B a row; the GEMM's kc %lld), A %lld KiB + B %lld KiB a call%s",
+                p.k.mr, p.k.nr, static_cast<long long>(kc), static_cast<long long>(kc_bytes),
+                static_cast<long long>(p.k.kc), static_cast<long long>(a_panel / 1024),
+                static_cast<long long>(b_panel / 1024),
                 l2 ? ", A from a 256-row block" : ", A and B the same each call");
   state.SetLabel(label);
 }
@@ -262,7 +253,7 @@ int main(int argc, char** argv) {
     double peak = 0;
     for (const lb::bench::Peak& pk : peaks.all())
       if (pk.kind == p.peak_kind && pk.threads == 1) peak = pk.ops_per_second;
-    const bool amx = p.begin != nullptr;
+    const bool amx = p.k.begin != nullptr;  // tiles to configure: an AMX kernel
     for (const bool l2 : {false, true})
       for (const int64_t kc_bytes : {256, 512, 1024, 2048, 4096})
         for (const int prefetch : amx ? std::vector<int>{0, 2} : std::vector<int>{0}) {

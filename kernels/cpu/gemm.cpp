@@ -746,6 +746,19 @@ Tile f32_tile(Isa isa) {
   return {spec_of(isa).mr, spec_of(isa).nr};
 }
 
+namespace {
+MicroKernel described(const Spec& s) {
+  return {s.mr, s.nr, s.kg, s.ka, s.ea, s.eb, s.kc, s.ukr, s.begin, s.end};
+}
+}  // namespace
+
+MicroKernel micro_kernel(Isa isa) {
+  return described(spec_of(isa));
+}
+MicroKernel micro_kernel(Elem e, LowpPath path) {
+  return described(spec_of(e, path));
+}
+
 Packed::Packed(Isa isa, bool side_rows, int64_t n, int64_t k, const Strided& src) {
   const Spec& s = spec_of(isa);
   r_ = side_rows ? s.mr : s.nr;

@@ -33,6 +33,8 @@
 
 namespace lb::cpu {
 
+struct UkArgs;  // kernels/cpu/ukernel.h
+
 // The instruction sets a micro-kernel exists for, best last.
 enum class Isa { scalar, avx2, avx512 };
 std::string_view name(Isa isa);
@@ -215,6 +217,22 @@ class AmxBlockingOverride {
   AmxBlockingOverride(const AmxBlockingOverride&) = delete;
   AmxBlockingOverride& operator=(const AmxBlockingOverride&) = delete;
 };
+
+// A micro-kernel as the driver calls it (its entry in gemm.cpp's table), for code that
+// times or tests one alone (bench/ukernel): MR×NR tile; A panels k-major in groups of ka
+// (KG, or AMX's tile depth: 32 bf16 / 64 u8), B panels in groups of kg (ukernel.h); bytes
+// per element of A and B; the default K slice (elements); begin / end, where set, run on
+// a thread before its first call and after its last (AMX's tile configuration).
+struct MicroKernel {
+  int mr = 0, nr = 0, kg = 1, ka = 1;
+  size_t ea = 4, eb = 4;
+  int64_t kc = 0;
+  void (*ukr)(const UkArgs&) = nullptr;
+  void (*begin)() = nullptr;
+  void (*end)() = nullptr;
+};
+MicroKernel micro_kernel(Isa isa);                // f32
+MicroKernel micro_kernel(Elem e, LowpPath path);  // bf16 / u8s8 on that path
 
 // A weight matrix packed for a low-precision GEMM as the B operand: element (j, k) of
 // W (N×K, bf16 or s8 storage) is w[j*rs + k*cs]. The same 32-column panels serve AVX-512
