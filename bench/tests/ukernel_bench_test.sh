@@ -3,7 +3,8 @@
 # tiles (--emulated), passes its one-call check against the double product and is timed
 # (FLOP/s and s_per_call > 0); a path the CPU lacks is skipped with its reason, never timed;
 # no case of a real engine at 150 % of its peak or more (a FLOP count off by 2× would be);
-# an unknown flag is refused. One line per broken assertion.
+# an unknown flag is refused; --slice times each other kind of K slice, and refuses an unknown
+# one. One line per broken assertion.
 # usage: bench/tests/ukernel_bench_test.sh LB_UKERNEL_BENCH
 set -uo pipefail
 bin=$1
@@ -49,6 +50,20 @@ PY
 rc=$?
 [ $rc = 2 ] && grep -q "no-such-flag" "$tmp/refused" || {
   echo "ukernel_bench_test: FAILED: an unknown flag: exit $rc ($(head -c 200 "$tmp/refused"))"
+  errors=1
+}
+# Every kind of K slice checks and times the emulated tiles (the epilogue's deferral to the
+# next call, or to the release, included); an unknown kind is refused.
+for slice in first middle only; do
+  "$bin" --emulated --slice=$slice --benchmark_filter='amx_emulated_.*/l2/kc_bytes:256' \
+    --benchmark_min_time=0.01 --benchmark_format=json >"$tmp/$slice.json" 2>"$tmp/err"
+  n=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(b["name"].endswith("/slice:"+sys.argv[2]) and not b.get("error_occurred") and b["FLOP/s"] > 0 for b in d["benchmarks"]))' "$tmp/$slice.json" $slice 2>&1)
+  [ "$n" = 4 ] || { echo "ukernel_bench_test: FAILED: --slice=$slice: $n of 4 cases checked and timed"; errors=1; }
+done
+"$bin" --slice=sideways >"$tmp/refused" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "expected --slice=first, middle, last or only" "$tmp/refused" || {
+  echo "ukernel_bench_test: FAILED: --slice=sideways: exit $rc ($(head -c 200 "$tmp/refused"))"
   errors=1
 }
 [ $errors = 0 ] && echo "ukernel_bench_test: passed"

@@ -173,7 +173,14 @@ std::string check_one_call(const Path& p, int64_t kc) {
   return {};
 }
 
-void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes, int prefetch, double peak) {
+// Which K slice of a GEMM each timed call is: its partial sums loaded (load_c) or not, the
+// epilogue run (last) or the sums stored for a later slice.
+struct Slice {
+  bool load_c = true, last = true;
+};
+
+void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes, int prefetch, double peak,
+              Slice slice) {
   if (!p.unavailable.empty()) {
     state.SkipWithError(p.unavailable.c_str());
     return;
@@ -198,8 +205,8 @@ void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes,
   u.ldo = kLdc;
   u.m = p.k.mr;
   u.n = p.k.nr;
-  u.load_c = true;
-  u.last = true;
+  u.load_c = slice.load_c;
+  u.last = slice.last;
   u.scale = p.e == Elem::u8s8 ? 1e-6f : 1.0f;
   u.prefetch = prefetch;
   if (p.k.begin) p.k.begin();
@@ -234,12 +241,28 @@ void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes,
 
 int main(int argc, char** argv) {
   bool emulated = false;
+  Slice slice;
+  std::string slice_name;  // empty: the default, last
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--emulated")
+    const std::string arg = argv[i];
+    if (arg == "--emulated") {
       emulated = true;
-    else
+    } else if (arg.rfind("--slice=", 0) == 0) {
+      slice_name = arg.substr(8);
+      if (slice_name == "first")
+        slice = {false, false};
+      else if (slice_name == "middle")
+        slice = {true, false};
+      else if (slice_name == "only")
+        slice = {false, true};
+      else if (slice_name != "last") {
+        std::fprintf(stderr, "lb_ukernel_bench: %s: expected --slice=first, middle, last or only\n", argv[i]);
+        return 2;
+      }
+    } else {
       args.push_back(argv[i]);
+    }
   }
   int n = int(args.size());
   benchmark::Initialize(&n, args.data());
@@ -259,9 +282,11 @@ int main(int argc, char** argv) {
         for (const int prefetch : amx ? std::vector<int>{0, 2} : std::vector<int>{0}) {
           std::string name = p.name + (l2 ? "/l2" : "/l1") + "/kc_bytes:" + std::to_string(kc_bytes);
           if (amx) name += "/prefetch:" + std::to_string(prefetch);
-          benchmark::RegisterBenchmark(name.c_str(), [&p, l2, kc_bytes, prefetch, peak](benchmark::State& s) {
-            run_case(s, p, l2, kc_bytes, prefetch, peak);
-          });
+          if (!slice_name.empty()) name += "/slice:" + slice_name;
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [&p, l2, kc_bytes, prefetch, peak, slice](benchmark::State& s) {
+                                         run_case(s, p, l2, kc_bytes, prefetch, peak, slice);
+                                       });
         }
   }
   benchmark::RunSpecifiedBenchmarks();

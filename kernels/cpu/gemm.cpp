@@ -70,10 +70,16 @@ constexpr Spec kU8s8 = {14, 32, 4, 4, 1, 1, 4096, 112, 2048, ukr_u8s8_avx512, nu
 // AmxBlocking (gemm.h). Its default, KC = 1024 bytes of depth (512 bf16 / 1024 u8): the B
 // micro-panel (32 KB) stays in L1 across the row panels of an A block; MC = 256: the A
 // block (256 KB) in L2, within the A buffer of an AVX-512 workspace (448 KB, checked in
-// gemm_lowp); no software prefetch. A prediction, not a measurement: on the one AMX host
-// measured (the H200 machine's Xeon, 2026-12-04) the 1024³ GEMMs ran at 13-17 % of the tile
-// peak, the 2048³ at 20-40 % (ukernel_amx.h has the candidates), which $LB_AMX_BLOCKING lets
-// a run on such a host compare against other blockings.
+// gemm_lowp); no software prefetch. On the 2-core Intel Xeon AMX VM (host-3c0555be,
+// 2026-12-06) with the tile loads and epilogue of ukernel_amx.h, on the 1024³ GEMMs at 1
+// thread: KC 2048 / 4096 bytes with MC 128 / 64 within that VM's ±15 % noise of the
+// default; KC = 512 bytes 1.3-1.5× slower (the partial sums loaded and stored twice as
+// often), prefetch=2 1.2-1.3× slower. Old and new tile code alternately, 2 runs each,
+// fastest of each:
+// bf16 GEMM 1024³ 1.25× / 1.27× faster at 1 / 2 threads (0.79-0.81× → 1.00-1.46× oneDNN),
+// int8 1.38× / 1.43× (0.65-0.85× → 0.90-0.96×), 2048³ 1.20-1.28×, dense 64×4096→4096
+// 1.08-1.12×, bf16 LSTM 512 batch 64 1.23-1.30×
+// (results/cpu-xeon-amx-2core/2026-12-06_amx-tile-loads-epilogue).
 constexpr Spec amx_spec(Elem e, AmxBlocking b, void (*ukr)(const UkArgs&), void (*begin)(), void (*end)()) {
   Spec s = e == Elem::bf16 ? Spec{32, 32, 2, 32, 2, 2, b.kc_bytes / 2, b.mc, 2048, ukr, begin, end}
                            : Spec{32, 32, 4, 64, 1, 1, b.kc_bytes, b.mc, 2048, ukr, begin, end};

@@ -13,7 +13,12 @@
 //               4 u8) for 16 columns — the VNNI layout
 // Per step (D = 32 bf16 / 64 u8 deep): 4 tile loads (4 KiB) and 4 tile products; each A tile
 // and each B tile feeds two products. Tiles of at most 16 valid rows (columns) skip tmm5
-// (tmm7) and the products that need them.
+// (tmm7) and the products that need them. Tile registers are not renamed, so a load waits
+// for the products that read its register: each operand of the next step is loaded as soon
+// as this step's products that read it are issued (A rows 0-15 after the second product, B
+// columns 0-15 after the third, the others after the fourth), one or two products before
+// it is needed. A, read once per call, is loaded with tileloaddt1 (kept out of L1), so that
+// the B micro-panel, read by every call of an A block, stays there.
 //
 // Operands (depth zero-padded to a multiple of D in both):
 //   A: panels of 32 rows packed by the driver per block (gemm.cpp), k-major in steps of D:
@@ -26,8 +31,10 @@
 // C: the tiles start from zero, or on later K slices from the partial sums, which stay in c
 // in the accumulators' own type (f32; s32 for u8·s8, over the f32 result until the last
 // slice); a full tile loads and stores them straight from c, an edge tile through a 32×32
-// buffer. On the last slice the tiles go to that buffer and the epilogue (policy's finish:
-// s32 → f32, scale, bias, ReLU, f32 or bf16 store) writes the valid m × n.
+// buffer. On the last slice the tiles go to the thread's PendingEpilogue buffer, and the
+// epilogue (policy's finish: s32 → f32, scale, bias, ReLU, f32 or bf16 store) writes the
+// valid m × n during the next call, 8 rows after each of its first steps' products, or at
+// the tiles' release (amx_release) for a thread's last tile.
 //
 // Prediction (Sapphire Rapids, per core): tdpbf16ps is 16×16×32 = 8192 multiply-adds,
 // tdpbusd 16×16×64 = 16384, each issued once per 16 cycles: 1024 bf16 FLOP/cycle and 2048
@@ -40,17 +47,15 @@
 // partial sums, or on the last slice 4 stores and a 32×32 AVX-512 pass (estimated ~150
 // cycles); with the packing of A (one copy of x per call) a large GEMM should reach
 // ≈ 80-85 % of the tile peak; small batches stay memory-bound on W as on AVX-512.
-// Measured far below that on the one AMX host run so far (the H200 machine's Intel Xeon,
-// 2026-12-04, one noisy run, results/h200/2026-12-04_amx-targets_host-cpu): 13-17 % of the
-// tile peak on the 1024³ GEMMs, 20-40 % on the 2048³, oneDNN 15-55 % beside them. Why is
-// not known. 13 % is ~7900 cycles per 1024-cycle call, as if each step waited ~400 cycles
-// for its tiles: the A and B micro-panels (32 KiB each at the default KC) do not both fit
-// in a 48 KiB L1, and if tile registers are not renamed (an assumption, not checked here) a
-// load that misses L1 holds up the products behind it. Two candidates, neither measured: K
-// slices of 512 bytes (both panels, 16 KiB each, in L1) and software prefetch a few steps
-// ahead (u.prefetch; 2 steps = 128 cycles of products, roughly an L2 miss's latency). LB_AMX_BLOCKING
-// (gemm.h) sets both, and scripts/cpu-targets.sh compares them with other blockings on such a host in one
-// command.
+// Measured (lb_ukernel_bench, `l2` mode: B in L1, A streamed from a 256-row block, the last
+// slice with its epilogue; the 2-core Intel Xeon AMX VM host-3c0555be, family 6 model 207,
+// 2026-12-06, three alternating runs of each build, % of the measured one-thread tile peak)
+// against the design before (each step's loads just before its products, A by tileloadd,
+// the epilogue at the end of each call re-reading u's fields per row), at KC = 256 / 512 /
+// 1024 / 2048 bytes: bf16 30-33 → 45, 40-43 → 55-60, 45-48 → 76-77, 55-56 → 64-66 %; int8
+// 31-32 → 33-34, 42 → 51-58, 46-47 → 68-71, 56-57 → 61-62 %. Of the gain at the default
+// 1024 bytes, tileloaddt1 alone gave ~20 points (A no longer evicts B from L1), the
+// epilogue's loops ~10 % of a call, deferring it 5-15 %. The whole GEMMs: gemm.cpp.
 #pragma once
 
 #include <cstdint>
@@ -82,11 +87,35 @@ constexpr int64_t kStepBytes = 2 * 16 * 64;  // one step of an A or B panel
 constexpr int64_t kBRowBytes = kNR * 4;      // a group row of a B panel: 32 columns × 4 B
 static_assert(kStepBytes == 16 * kBRowBytes, "a B step is 16 group rows");
 
+// A tile whose last K slice is done, its sums (f32 or s32) waiting in t for the epilogue,
+// which the next tile's call runs a few rows per step between its products (the AVX-512
+// epilogue then overlaps the tile unit's work instead of waiting for it to drain), and
+// flush() runs for the last tile of a thread's share (amx_release). One per thread and
+// per policy; u's pointers (c, out_bf16, biases) stay valid until the release.
+struct PendingEpilogue {
+  UkArgs u;
+  // The waiting tile's epilogue (null: no tile waits) and the rows of u it has finished.
+  void (*finish)(const UkArgs& u, const int32_t* t, int r0, int r1) = nullptr;
+  int done = 0;
+  alignas(64) int32_t t[kMR * kNR];
+  // Rows [done, done + rows) of the waiting tile through its epilogue.
+  void finish_rows(int rows) {
+    if (!finish) return;
+    const int r1 = done + rows < u.m ? done + rows : u.m;
+    finish(u, t, done, r1);
+    done = r1;
+    if (done == u.m) finish = nullptr;
+  }
+};
+// Rows of the waiting tile finished after each step's first products.
+constexpr int kEpilogueRowsPerStep = 8;
+
 // The micro-kernel, over a policy Ops of static members (tile numbers are template
 // arguments, as the instructions take them as immediates):
 //   load<T>(p, stride) zero<T>() store<T>(p, stride) dp<Int8, C, A, B>() (tdpbusd or
-//   tdpbf16ps), prefetch(p) (one line into L1, a hint) and finish<Int8>(u, t) (the last
-//   slice's epilogue from the 32×32 buffer t).
+//   tdpbf16ps), prefetch(p) (one line into L1, a hint), finish<Int8>(u, t, r0, r1) (rows
+//   [r0, r1) of the last slice's epilogue from the 32×32 buffer t) and pending() (the
+//   thread's PendingEpilogue).
 // The tile operations must order themselves with the memory they read and write (the
 // buffer t is written by plain stores and read by a tile load).
 // Every function here is a template over Ops, which each file defines in an anonymous
@@ -128,6 +157,18 @@ void tile_kernel(const UkArgs& u) {
   // time; past the slice's end it reaches the A block's next row panel (the next call's A)
   // and whatever follows the B micro-panel, harmless for a hint.
   const int64_t ahead = u.prefetch * kStepBytes;
+  PendingEpilogue& pending = Ops::pending();
+  // Operand tiles are loaded a step ahead, each as soon as the products of this step that
+  // read it are issued (tile registers are not renamed: a load waits for the products
+  // reading its register), so that a load has one or two products' time to land before
+  // the product that needs it: A rows 0-15 after the second product, B columns 0-15 after
+  // the third, the rest after the fourth.
+  if (steps > 0) {
+    Ops::template load_once<4>(a, kRowBytes);
+    Ops::template load<6>(b, kBRowBytes);
+    if constexpr (CT == 2) Ops::template load<7>(b + 64, kBRowBytes);
+    if constexpr (RT == 2) Ops::template load_once<5>(a + kStepBytes / 2, kRowBytes);
+  }
   for (int64_t s = 0; s < steps; ++s, a += kStepBytes, b += kStepBytes) {
     if (ahead)
 #pragma GCC unroll 32  // 64 prefetches in a row, not a loop's 200 instructions per step
@@ -135,31 +176,51 @@ void tile_kernel(const UkArgs& u) {
         Ops::prefetch(a + ahead + line);
         Ops::prefetch(b + ahead + line);
       }
-    Ops::template load<6>(b, kBRowBytes);
-    if constexpr (CT == 2) Ops::template load<7>(b + 64, kBRowBytes);
-    Ops::template load<4>(a, kRowBytes);
+    const bool more = s + 1 < steps;
+    const char* an = a + kStepBytes;
+    const char* bn = b + kStepBytes;
     Ops::template dp<Int8, 0, 4, 6>();
     if constexpr (CT == 2) Ops::template dp<Int8, 1, 4, 7>();
+    pending.finish_rows(kEpilogueRowsPerStep);
+    if (more) Ops::template load_once<4>(an, kRowBytes);
     if constexpr (RT == 2) {
-      Ops::template load<5>(a + kStepBytes / 2, kRowBytes);
       Ops::template dp<Int8, 2, 5, 6>();
+      if (more) Ops::template load<6>(bn, kBRowBytes);
       if constexpr (CT == 2) Ops::template dp<Int8, 3, 5, 7>();
+      if (more) Ops::template load_once<5>(an + kStepBytes / 2, kRowBytes);
+    } else {
+      if (more) Ops::template load<6>(bn, kBRowBytes);
     }
+    if constexpr (CT == 2)
+      if (more) Ops::template load<7>(bn + 64, kBRowBytes);
   }
-  // Partial sums of a full tile go straight back to c; everything else through t.
-  char* dst = full && !u.last ? c : reinterpret_cast<char*>(t);
-  const int64_t stride = full && !u.last ? cstride : kTStride;
+  pending.finish_rows(kMR);  // what a short slice left of the waiting tile, before t is reused
+  // Partial sums of a full tile go straight back to c; a last slice's into the pending
+  // buffer, its epilogue left to the next call (or the release); an edge tile's through t.
+  char* dst = reinterpret_cast<char*>(u.last ? pending.t : t);
+  int64_t stride = kTStride;
+  if (full && !u.last) dst = c, stride = cstride;
   Ops::template store<0>(dst, stride);
   if constexpr (CT == 2) Ops::template store<1>(dst + 64, stride);
   if constexpr (RT == 2) Ops::template store<2>(dst + 16 * stride, stride);
   if constexpr (RT == 2 && CT == 2) Ops::template store<3>(dst + 16 * stride + 64, stride);
-  if (full && !u.last) return;
-  if (!u.last) {
-    for (int i = 0; i < u.m; ++i)
-      std::memcpy(c + i * cstride, t + i * kNR, size_t(u.n) * 4);
+  if (u.last) {
+    pending.u = u;
+    pending.done = 0;
+    pending.finish = [](const UkArgs& w, const int32_t* sums, int r0, int r1) {
+      Ops::template finish<Int8>(w, sums, r0, r1);
+    };
     return;
   }
-  Ops::template finish<Int8>(u, t);
+  if (!full)
+    for (int i = 0; i < u.m; ++i)
+      std::memcpy(c + i * cstride, t + i * kNR, size_t(u.n) * 4);
+}
+
+// The waiting tile's epilogue, all of it (before the tiles are released).
+template <class Ops>
+void flush() {
+  Ops::pending().finish_rows(kMR);
 }
 
 // The tile for u's m and n: one or two tile rows and columns.

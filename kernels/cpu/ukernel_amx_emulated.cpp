@@ -4,6 +4,7 @@
 // x86-64 host. The model follows the Intel SDM's description of each instruction:
 //   ldtilecfg   palette 1 only; every tile's rows and bytes per row; all tiles zeroed
 //   tileloadd   rows × colsb bytes from base + row·stride; the rest of the tile zeroed
+//               (tileloaddt1 the same: its hint, keep the data out of L1, changes no state)
 //   tilestored  rows × colsb bytes to base + row·stride
 //   tilezero    the whole tile zeroed
 //   tdpbf16ps   per C row m and column n, for each dword k of A's row in order:
@@ -65,6 +66,10 @@ struct EmuOps {
       std::memcpy(tiles.data[T][r], static_cast<const char*>(p) + r * stride, size_t(tiles.colsb[T]));
   }
   template <int T>
+  static void load_once(const void* p, int64_t stride) {  // tileloaddt1: a hint on top of tileloadd
+    load<T>(p, stride);
+  }
+  template <int T>
   static void store(void* p, int64_t stride) {
     static_assert(T >= 0 && T < 8, "tmm0-tmm7");
     check(tiles.configured, "tilestored without a tile configuration");
@@ -115,9 +120,14 @@ struct EmuOps {
     }
   }
 
+  static amx::PendingEpilogue& pending() {
+    thread_local amx::PendingEpilogue p;
+    return p;
+  }
+
   template <bool Int8>
-  static void finish(const UkArgs& u, const int32_t* t) {
-    for (int i = 0; i < u.m; ++i)
+  static void finish(const UkArgs& u, const int32_t* t, int r0, int r1) {
+    for (int i = r0; i < r1; ++i)
       for (int j = 0; j < u.n; ++j) {
         const int32_t s = t[i * amx::kNR + j];
         float v;
@@ -155,6 +165,7 @@ void amx_configure_emulated() {
   std::memset(tiles.data, 0, sizeof tiles.data);
 }
 void amx_release_emulated() {
+  amx::flush<EmuOps>();
   tiles = TileState();
 }
 
