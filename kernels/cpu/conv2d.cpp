@@ -67,8 +67,9 @@
 //   groups of B loaded as vectors) measured 78 % of peak on its own: half its B loads split
 //   cache lines; broadcasts never do.
 //
-//   AVX-512 first layers (a group of at most 4 input channels, output rows of 16 pixels or
-//   more; ukr_f32_indirect_row_avx512): the roles swapped as on AVX2, 32 output channels in
+//   AVX-512 row tiles (output rows of 16 pixels or more, and a group of 16 output channels
+//   or more or, a network's first layer, of at most 4 input channels;
+//   ukr_f32_indirect_row_avx512): the roles swapped as on AVX2, 32 output channels in
 //   two vectors × 14 pixels of one output row (row_tiles: AlexNet conv1's 55 → 14+14+14+13),
 //   each pixel's B row k one float broadcast from x + off[k] + j. Prediction: the same 28 FMAs
 //   a k step as the 14×32 tile, against 2 aligned loads of A and 14 four-byte broadcasts (no
@@ -80,9 +81,18 @@
 //   2026-12-05_conv-first-layer-row-tile), before ÷ after, fastest run / median at 1 | 2
 //   threads: AlexNet conv1 batch 1 1.01 / 1.02 | 1.03 / 1.09, batch 8 1.00 / 0.99 | 1.05 /
 //   1.02; MobileNet conv1 batch 1 1.08 / 1.08 | 1.07 / 1.06, batch 8 1.05 / 0.98 | 1.20 / 1.35.
-//   The Intel host (60 % of peak on AlexNet conv1 against oneDNN's 91 %) has not run it. A
-//   16-channel × 28-pixel tile (1 load of A and 28 broadcasts a step) measured 0.86× on
+//   A 16-channel × 28-pixel tile (1 load of A and 28 broadcasts a step) measured 0.86× on
 //   AlexNet conv1: 29 loads a step against the FMAs' 14 cycles, load-bound on Zen 5.
+//   First layers only until, on the 2-core Intel Xeon AMX VM (host-3c0555be), the 14×32
+//   tile ran the 3×3 56×56 64-channel layer at 77-80 % of peak, oneDNN's blocked kernel at
+//   94-96 %, and the row tile forced onto it at 88-89 %. For all layers with 16 channels a
+//   group or more the prediction is the same as for the first ones (same loads per FMA, no
+//   split line, no merge). Measured there, the build before and this one alternately, 2 runs
+//   each (results/cpu-xeon-amx-2core/2026-12-06_conv-row-tile-all-layers), before ÷ after,
+//   fastest run at 1 | 2 threads: ResNet 3×3 56×56 batch 1 1.13 | 1.22, batch 32 1.12 |
+//   1.11; AlexNet conv2 (27×27, 5×5) batch 1 1.21 | 1.22, batch 16 1.19 | 1.19; MobileNet's
+//   standard 3×3 layers that its separable blocks replace at 112, 56 and 28 pixels 1.06-1.24
+//   | 1.07-1.21; AlexNet conv1 (unchanged) 1.00 | 1.01. Not run on a Zen host since.
 //
 // Threads: AVX2, the batch's blocks of 60 pixels (about one output row) as one list split
 // across the pool, each thread padding into its own buffer only the input rows its blocks
@@ -195,11 +205,12 @@ class ImplicitGemmConv final : public Kernel {
     pointwise_ = cv_.kh == 1 && cv_.kw == 1 && cv_.sh == 1 && cv_.sw == 1 && cv_.ph == 0 && cv_.pw == 0;
     // AVX-512's indirect tiles where they fill their lanes (tiles_fill_lanes: output rows of 24
     // pixels or more); narrower planes take the packed path, whose 32-pixel panels run
-    // across rows (see the header). AVX2's tiles take 6 pixels anywhere. A network's first
-    // layer (a group of at most kLaneInputChannels input channels: an image's), AVX-512, in
-    // output rows of 16 pixels or more, takes the row tile with channels in the lanes.
-    channel_lanes_ =
-        !pointwise_ && isa_ == Isa::avx512 && cv_.ic / cv_.g <= kLaneInputChannels && cv_.ow() >= 16;
+    // across rows (see the header). AVX2's tiles take 6 pixels anywhere. On AVX-512, output
+    // rows of 16 pixels or more take the row tile with channels in the lanes wherever a group
+    // has kLaneChannels output channels or more (a vector of them), or is a network's first
+    // layer (at most kLaneInputChannels input channels: an image's).
+    channel_lanes_ = !pointwise_ && isa_ == Isa::avx512 && cv_.ow() >= 16 &&
+                     (kg >= kLaneChannels || cv_.ic / cv_.g <= kLaneInputChannels);
     indirect_ =
         !pointwise_ &&
         ((isa_ == Isa::avx512 && (channel_lanes_ || tiles_fill_lanes(cv_, kTileWidth))) || isa_ == Isa::avx2);
@@ -412,7 +423,8 @@ class ImplicitGemmConv final : public Kernel {
   static constexpr int64_t kKc = 1024;       // as the packed GEMM's KC: C is revisited once per 1024 of depth
   static constexpr double kStreamBytes = 1 << 20;   // far past a 512 KiB L2
   static constexpr int64_t kFoldPixels = 256;       // columns a folded product aims at: 8 panels of 32
-  static constexpr int64_t kLaneInputChannels = 4;  // channel_lanes_: input channels a group at most
+  static constexpr int64_t kLaneInputChannels = 4;  // channel_lanes_: input channels a group at most,
+  static constexpr int64_t kLaneChannels = 16;      // or output channels a group at least
   static constexpr int64_t kLaneTiles = 8;          // channel_lanes_: tiles a panel's weights stay for
   struct Pixel {
     int64_t in, out;  // offsets in a group's padded image and in an output plane
