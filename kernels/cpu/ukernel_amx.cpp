@@ -37,21 +37,23 @@ static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
 #define LB_TILE_CASES(M) M(0) else M(1) else M(2) else M(3) else M(4) else M(5) else M(6) else M(7)
 
 struct HwOps {
-  template <int T>
+  // tileloadd, or (Once) tileloaddt1: the same load with a hint that the data is not used
+  // again soon (kept out of L1 where the hardware can).
+  template <int T, bool Once = false>
   static void load(const void* p, int64_t stride) {
-#define LB_LOAD(n) \
-  if constexpr (T == n) asm volatile("tileloadd (%0,%1,1), %%tmm" #n ::"r"(p), "r"(stride) : "memory");
+#define LB_LOAD(n)                                                                      \
+  if constexpr (T == n) {                                                               \
+    if constexpr (Once)                                                                 \
+      asm volatile("tileloaddt1 (%0,%1,1), %%tmm" #n ::"r"(p), "r"(stride) : "memory"); \
+    else                                                                                \
+      asm volatile("tileloadd (%0,%1,1), %%tmm" #n ::"r"(p), "r"(stride) : "memory");   \
+  }
     LB_TILE_CASES(LB_LOAD)
 #undef LB_LOAD
   }
-  // tileloaddt1: the same load with a hint that the data is not used again soon (kept out
-  // of L1 where the hardware can).
   template <int T>
   static void load_once(const void* p, int64_t stride) {
-#define LB_LOAD_ONCE(n) \
-  if constexpr (T == n) asm volatile("tileloaddt1 (%0,%1,1), %%tmm" #n ::"r"(p), "r"(stride) : "memory");
-    LB_TILE_CASES(LB_LOAD_ONCE)
-#undef LB_LOAD_ONCE
+    load<T, true>(p, stride);
   }
   template <int T>
   static void store(void* p, int64_t stride) {
