@@ -112,10 +112,10 @@ constexpr int kEpilogueRowsPerStep = 8;
 
 // The micro-kernel, over a policy Ops of static members (tile numbers are template
 // arguments, as the instructions take them as immediates):
-//   load<T>(p, stride) zero<T>() store<T>(p, stride) dp<Int8, C, A, B>() (tdpbusd or
-//   tdpbf16ps), prefetch(p) (one line into L1, a hint), finish<Int8>(u, t, r0, r1) (rows
-//   [r0, r1) of the last slice's epilogue from the 32×32 buffer t) and pending() (the
-//   thread's PendingEpilogue).
+//   load<T>(p, stride) load_once<T>(p, stride) (tileloaddt1) zero<T>() store<T>(p, stride)
+//   dp<Int8, C, A, B>() (tdpbusd or tdpbf16ps), prefetch(p) (one line into L1, a hint),
+//   finish<Int8>(u, t, r0, r1) (rows [r0, r1) of the last slice's epilogue from the 32×32
+//   buffer t) and pending() (the thread's PendingEpilogue).
 // The tile operations must order themselves with the memory they read and write (the
 // buffer t is written by plain stores and read by a tile load).
 // Every function here is a template over Ops, which each file defines in an anonymous
