@@ -13,9 +13,10 @@
 // over kc_bytes, the bytes of depth a K slice spans (the label gives the GEMM's own K
 // slice), and on AMX the software-prefetch distance (UkArgs). Tiles, layouts and kernels
 // are gemm.cpp's own (lb::cpu::micro_kernel), so this times what the GEMM calls.
-// Before its timing each case runs one call on random operands and checks the tile
-// against a double-precision product of the same panels: a case whose check fails is
-// skipped with the reason, never timed.
+// Before its timing each case runs one call of its slice kind on random operands (one that
+// leaves partial sums, followed by a last one) and checks the tile against a
+// double-precision product of the same panels: a case whose check fails is skipped with
+// the reason, never timed.
 //
 // Counters: FLOP/s (int8: multiply-add ops, 2 per product, as the peaks count them),
 // pct_peak (of the one-thread peak of the case's engine: f32_fma, bf16_dot, i8_dot,
@@ -121,9 +122,18 @@ double value(Elem e, const std::byte* src, int64_t i, bool is_a) {
   return is_a ? double(b) : double(static_cast<int8_t>(b));
 }
 
-// One call on zeroed partial sums against the double product of the panels: empty when
-// every element is within the element kind's rounding, else the first that is not.
-std::string check_one_call(const Path& p, int64_t kc) {
+// Which K slice of a GEMM each timed call is: its partial sums loaded (load_c) or not, the
+// epilogue run (last) or the sums stored for a later slice.
+struct Slice {
+  bool load_c = true, last = true;
+};
+
+// One call of the kind `slice` on zeroed partial sums against the double product of the
+// panels — a slice that leaves partial sums followed by a last slice on the same panels,
+// which adds the product again and writes the result (the partial sums' own format is the
+// path's: f32 scaled on AVX-512, unscaled s32 on AMX) — empty when every element is within
+// the element kind's rounding, else the first that is not.
+std::string check_one_call(const Path& p, int64_t kc, Slice slice) {
   std::mt19937 rng(12345);
   AlignedBuffer<std::byte> a(size_t(p.k.mr) * kc * p.k.ea), b(size_t(p.k.nr) * kc * p.k.eb);
   fill(p.e, a.data(), size_t(p.k.mr) * kc, rng);
@@ -138,8 +148,8 @@ std::string check_one_call(const Path& p, int64_t kc) {
   u.ldc = kLdc;
   u.m = p.k.mr;
   u.n = p.k.nr;
-  u.load_c = true;
-  u.last = true;
+  u.load_c = slice.load_c;
+  u.last = slice.last;
   u.scale = p.e == Elem::u8s8 ? 0.5f : 1.0f;
   if (p.e == Elem::bf16) {
     u.out_bf16 = out.data();
@@ -147,6 +157,11 @@ std::string check_one_call(const Path& p, int64_t kc) {
   }
   if (p.k.begin) p.k.begin();
   p.k.ukr(u);
+  const int times = slice.last ? 1 : 2;  // how often the product is in the result
+  if (!slice.last) {
+    u.load_c = u.last = true;
+    p.k.ukr(u);
+  }
   if (p.k.end) p.k.end();
   for (int r = 0; r < p.k.mr; ++r)
     for (int j = 0; j < p.k.nr; ++j) {
@@ -157,8 +172,8 @@ std::string check_one_call(const Path& p, int64_t kc) {
         want += t;
         magnitude += std::fabs(t);
       }
-      want *= u.scale;
-      magnitude *= u.scale;
+      want *= u.scale * times;
+      magnitude *= u.scale * times;
       const double got =
           p.e == Elem::bf16 ? lb::bf16_to_f32(out[size_t(r) * kLdc + j]) : c[size_t(r) * kLdc + j];
       // f32 sums: a few ulps of the magnitude per term; bf16 output: its 8-bit mantissa.
@@ -173,12 +188,6 @@ std::string check_one_call(const Path& p, int64_t kc) {
   return {};
 }
 
-// Which K slice of a GEMM each timed call is: its partial sums loaded (load_c) or not, the
-// epilogue run (last) or the sums stored for a later slice.
-struct Slice {
-  bool load_c = true, last = true;
-};
-
 void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes, int prefetch, double peak,
               Slice slice) {
   if (!p.unavailable.empty()) {
@@ -186,7 +195,7 @@ void run_case(benchmark::State& state, const Path& p, bool l2, int64_t kc_bytes,
     return;
   }
   const int64_t kc = kc_bytes / int64_t(p.k.ea);
-  if (const std::string wrong = check_one_call(p, kc); !wrong.empty()) {
+  if (const std::string wrong = check_one_call(p, kc, slice); !wrong.empty()) {
     state.SkipWithError(wrong.c_str());
     return;
   }

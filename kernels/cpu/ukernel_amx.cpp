@@ -87,11 +87,6 @@ struct HwOps {
 #undef LB_DP
   }
 
-  static amx::PendingEpilogue& pending() {
-    thread_local amx::PendingEpilogue p;
-    return p;
-  }
-
   // The last slice: rows [r0, r1) of t (32×32 sums, f32 or s32) → scale, bias, ReLU → f32 c
   // or bf16 out, in the order and with the operations of the AVX-512 micro-kernels'
   // epilogue. One loop per combination of the epilogue's steps (the flags below), its

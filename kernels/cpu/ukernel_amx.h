@@ -54,8 +54,9 @@
 // the epilogue at the end of each call re-reading u's fields per row), at KC = 256 / 512 /
 // 1024 / 2048 bytes: bf16 30-33 → 45, 40-43 → 55-60, 45-48 → 76-77, 55-56 → 64-66 %; int8
 // 31-32 → 33-34, 42 → 51-58, 46-47 → 68-71, 56-57 → 61-62 %. Of the gain at the default
-// 1024 bytes, tileloaddt1 alone gave ~20 points (A no longer evicts B from L1), the
-// epilogue's loops ~10 % of a call, deferring it 5-15 %. The whole GEMMs: gemm.cpp.
+// 1024 bytes, tileloaddt1 alone gave ~20 points (A no longer evicts B from L1); the
+// epilogue's loops made a call ~15 % / ~25 % shorter at 1024 / 512 bytes, deferring the
+// epilogue 5-15 % more. The whole GEMMs: gemm.cpp.
 #pragma once
 
 #include <cstdint>
@@ -109,13 +110,20 @@ struct PendingEpilogue {
 };
 // Rows of the waiting tile finished after each step's first products.
 constexpr int kEpilogueRowsPerStep = 8;
+// This thread's waiting tile for the tile operations Ops (one per policy: the hardware's
+// and the emulated tiles' are apart).
+template <class Ops>
+PendingEpilogue& pending_epilogue() {
+  thread_local PendingEpilogue p;
+  return p;
+}
 
 // The micro-kernel, over a policy Ops of static members (tile numbers are template
 // arguments, as the instructions take them as immediates):
 //   load<T>(p, stride) load_once<T>(p, stride) (tileloaddt1) zero<T>() store<T>(p, stride)
 //   dp<Int8, C, A, B>() (tdpbusd or tdpbf16ps), prefetch(p) (one line into L1, a hint),
-//   finish<Int8>(u, t, r0, r1) (rows [r0, r1) of the last slice's epilogue from the 32×32
-//   buffer t) and pending() (the thread's PendingEpilogue).
+//   and finish<Int8>(u, t, r0, r1) (rows [r0, r1) of the last slice's epilogue from the
+//   32×32 buffer t).
 // The tile operations must order themselves with the memory they read and write (the
 // buffer t is written by plain stores and read by a tile load).
 // Every function here is a template over Ops, which each file defines in an anonymous
@@ -157,7 +165,7 @@ void tile_kernel(const UkArgs& u) {
   // time; past the slice's end it reaches the A block's next row panel (the next call's A)
   // and whatever follows the B micro-panel, harmless for a hint.
   const int64_t ahead = u.prefetch * kStepBytes;
-  PendingEpilogue& pending = Ops::pending();
+  PendingEpilogue& pending = pending_epilogue<Ops>();
   // Operand tiles are loaded a step ahead, each as soon as the products of this step that
   // read it are issued (tile registers are not renamed: a load waits for the products
   // reading its register), so that a load has one or two products' time to land before
@@ -220,7 +228,7 @@ void tile_kernel(const UkArgs& u) {
 // The waiting tile's epilogue, all of it (before the tiles are released).
 template <class Ops>
 void flush() {
-  Ops::pending().finish_rows(kMR);
+  pending_epilogue<Ops>().finish_rows(kMR);
 }
 
 // The tile for u's m and n: one or two tile rows and columns.

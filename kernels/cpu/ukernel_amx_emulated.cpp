@@ -120,11 +120,6 @@ struct EmuOps {
     }
   }
 
-  static amx::PendingEpilogue& pending() {
-    thread_local amx::PendingEpilogue p;
-    return p;
-  }
-
   template <bool Int8>
   static void finish(const UkArgs& u, const int32_t* t, int r0, int r1) {
     for (int i = r0; i < r1; ++i)
