@@ -26,11 +26,8 @@ set -- ${extra[@]+"${extra[@]}"}
 start=$(date +%s)
 
 build=${LB_BUILD_DIR:-build}
-if [ ! -f "$build/build.ninja" ]; then
-  scripts/install-deps.sh
-  cmake -S . -B "$build" -G Ninja >/dev/null
-fi
-cmake --build "$build" --parallel "$(nproc)" >/dev/null
+. scripts/build-folder.sh
+lb_build "$build" layerbench >/dev/null
 
 device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

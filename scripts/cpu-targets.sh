@@ -9,7 +9,9 @@
 #   f32   the other lines (GEMM, convolutions, depthwise, LSTM) on our default, depthwise and
 #         blocked-depthwise kernels against oneDNN's default and blocked ones.
 # For a development host, or a machine lent with the GPU bundle (--layerbench
-# .gpu-bundle/bin/layerbench: its libraries are found beside it). docs/running.md has more.
+# .gpu-bundle/bin/layerbench: its libraries are found beside it). Without --layerbench it
+# builds layerbench in LB_BUILD_DIR (default build/), as that folder is configured.
+# docs/running.md has more.
 #
 # usage: scripts/cpu-targets.sh OUTDIR [--suite FILE] [--layerbench PATH] [--threads 1,2]
 #                               [--budget SECONDS] [--quick] [--blockings "B;B;..."]
@@ -84,7 +86,11 @@ if ! [[ $recheck_below =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
 fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 suite=${suite:-$repo/bench/suites/cpu_targets.txt}
-lb=${lb:-$repo/build/bench/layerbench}
+if [ -z "${lb:-}" ]; then  # ours, built (or rebuilt) in the build folder as it is configured
+  build=${LB_BUILD_DIR:-build}
+  (cd "$repo" && . scripts/build-folder.sh && lb_build "$build" layerbench >/dev/null) || exit 2
+  lb=$(cd "$repo" && cd "$build" && pwd)/bench/layerbench
+fi
 [ -f "$suite" ] || { echo "cpu-targets: no suite file '$suite'" >&2 && exit 2; }
 [ -x "$lb" ] || { echo "cpu-targets: no layerbench at '$lb' (build it, or give --layerbench)" >&2 && exit 2; }
 lb=$(cd "$(dirname "$lb")" && pwd)/$(basename "$lb")

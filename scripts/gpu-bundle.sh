@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build="build-gpu"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLB_WITH_CUDA=ON -DLB_NATIVE=OFF \
-  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null
-cmake --build "$build" --parallel "$(nproc)" --target layerbench lb_ukernel_bench lb_gpu_tests lb_gpu_own_tests lb_cuda_smoke
+. scripts/build-folder.sh
+lb_configure "$build" -DCMAKE_BUILD_TYPE=Release -DLB_WITH_CUDA=ON -DLB_NATIVE=OFF \
+  -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90
+lb_build "$build" layerbench lb_ukernel_bench lb_gpu_tests lb_gpu_own_tests lb_cuda_smoke
 
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle/bin .gpu-bundle/lib

@@ -39,11 +39,8 @@ site=${LB_SITE:-$build/dashboard}
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-if [ ! -f "$build/build.ninja" ]; then
-  scripts/install-deps.sh
-  cmake -S . -B "$build" -G Ninja >/dev/null
-fi
-cmake --build "$build" --parallel "$(nproc)" >/dev/null
+. scripts/build-folder.sh
+lb_build "$build" layerbench >/dev/null
 
 # The build itself raises the 1-minute load average a night's start is judged by (a minute
 # to decay): wait for it to settle, then run whatever it is (the dashboard says if busy).
