@@ -17,6 +17,7 @@
 
 #include "bench/cli/format.h"
 #include "bench/harness/machine.h"
+#include "bench/harness/phases.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/runner.h"
 #include "kernels/common.h"
@@ -286,6 +287,7 @@ void RunLog::append_settings(const Json& settings) {
 }
 
 void RunLog::append(const std::vector<Json>& lines) {
+  const PhaseScope writing(Phase::writing);
   if (torn_bytes_) {
     const off_t size = lseek(fd_, 0, SEEK_END);
     if (size < off_t(torn_bytes_) || ftruncate(fd_, size - off_t(torn_bytes_)) != 0)
@@ -319,6 +321,7 @@ CaseRuns RunLog::read(Json* context, Json* settings) const {
 }
 
 void RunLog::write_results(Json context) const {
+  const PhaseScope writing(Phase::writing);
   Json logged_context, settings;
   const CaseRuns cases = read(&logged_context, &settings);
   if (context.is_null()) context = logged_context.is_null() ? Json::object() : logged_context;

@@ -17,6 +17,7 @@
 #include "bench/cli/run_args.h"
 #include "bench/harness/machine.h"
 #include "bench/harness/peaks.h"
+#include "bench/harness/phases.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/results.h"
 #include "bench/harness/runner.h"
@@ -181,6 +182,8 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
   benchmark::AddCustomContext("layerbench_rse_target", cli::fixed(100 * r.rse_target, 2));
   if (const char* spin = std::getenv("GOMP_SPINCOUNT"))
     benchmark::AddCustomContext("layerbench_gomp_spincount", spin);
+  if (const char* tunables = std::getenv("GLIBC_TUNABLES"))
+    benchmark::AddCustomContext("layerbench_glibc_tunables", tunables);
 }
 
 // --benchmark_filter applied to the case list itself, as Google Benchmark applies it to
@@ -377,6 +380,10 @@ int run_cases(std::vector<Case>& cases, const cli::RunArgs& args, RunLog* log) {
           {"clock_spread", st.clock_spread},
           {"method", st.how}}.dump();
   }
+  // Where the time went (the final write below is the only part not in it).
+  const PhaseTotals phases = phase_totals();
+  summary << "\ntime by phase: " << phases_line(phases) << "\n";
+  if (context.is_object()) context["layerbench_phases"] = phases_json(phases).dump();
   if (log) {
     log->write_results(context);  // from the log: whole cases only, this run's and before
     summary << "\nresults: " << out << " (cases as they finished: " << out << "l)\n";
@@ -402,6 +409,7 @@ int run_command(const std::vector<std::string>& argv) {
   if (all.empty() && args.spec.shards == 1)  // a shard of a small sweep may be empty
     throw Error("run: no cases: the kernels selected (--backend, --kernel) take none of the problems' ops");
   if (args.list) return list_cases(all);
+  reset_phases();
   std::unique_ptr<RunLog> log;
   if (!args.out.empty()) log = std::make_unique<RunLog>(args.out, args.resume, args.overwrite);
   // From here on a SIGINT or SIGTERM ends the run with a results file, whatever it is
@@ -411,7 +419,10 @@ int run_command(const std::vector<std::string>& argv) {
   Json settings = run_settings(args);
   bool agree = !continuing || settings_agree(*log, settings, args, {"peaks"});
   // The peaks of the whole sweep, not only of the cases left: a resume records the same ones.
-  const Peaks peaks = peaks_for(all, args.remeasure_peaks, continuing);
+  const Peaks peaks = [&] {
+    const PhaseScope phase(Phase::peaks);
+    return peaks_for(all, args.remeasure_peaks, continuing);
+  }();
   settings["peaks"] = peaks_setting(peaks, all);
   if (continuing && agree) agree = settings_agree(*log, settings, args, {});
   std::vector<Case> cases = cases_to_run(std::move(all), continuing ? log.get() : nullptr, args.out);

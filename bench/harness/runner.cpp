@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "bench/harness/phases.h"
 #include "bench/harness/probes.h"
 #include "bench/harness/sysinfo.h"
 #include "kernels/case_session.h"
@@ -128,6 +129,7 @@ std::string check_memory(const Active& a) {
 }
 
 void set_up(Case& c, const RunOptions& o) {
+  const PhaseScope phase(Phase::set_up);
   release_active_case();
   Active& a = active();
   a.c = &c;
@@ -152,6 +154,7 @@ void set_up(Case& c, const RunOptions& o) {
     a.probe->after_setup();
     c.notes.details = a.session->kernel().details();
     if (!p.verified) {  // the same seed's inputs every time: once is the whole answer
+      const PhaseScope verifying(Phase::verify);
       const Verdict v = a.session->verify(o.max_reference_macs);
       p.verified = true;
       c.notes.reason = v.reason;
@@ -206,6 +209,7 @@ struct Timed {
 };
 
 Timed timed_loop(benchmark::State& state, Active& a) {
+  const PhaseScope phase(Phase::timed);
   Timed t;
   const Case& c = *a.c;
   const double start = wall_seconds();
@@ -444,6 +448,7 @@ int interrupted_by() {
 }
 
 void warm_up(const std::vector<Case>& cases) {
+  const PhaseScope phase(Phase::warm_up);
   std::set<std::string> done;
   for (const Case& c : cases) {
     if (g_signal) return;  // every case will say "interrupted"

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """ctest -L bench: a quick sweep of the smoke suite over every backend built, then checks
 of the results it wrote, resume, shards and merge, an out-of-memory case and bad input.
+The sweep's results file is kept at KEEP (when given) and its path printed, for
+scripts/report and the like.
 
-usage: bench_test.py path/to/layerbench
+usage: bench_test.py path/to/layerbench [KEEP]
 """
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -15,6 +18,7 @@ import tempfile
 import time
 
 LB = sys.argv[1]
+KEEP = sys.argv[2] if len(sys.argv) > 2 else None
 QUICK = ["--benchmark_min_time=0.002", "--benchmark_repetitions=2"]
 failures = []
 
@@ -63,13 +67,31 @@ with tempfile.TemporaryDirectory() as tmp:
     sweep = ["--suite", "smoke", "--backend", "all", "--threads", "1,2", "--dtype", "f32,bf16,i8"]
     expected = listed(*sweep)
     check(len(expected) > 0, "the smoke sweep lists no cases")
-    run("run", *sweep, *QUICK, "--out", out)
+    started = time.monotonic()
+    sweep_run = run("run", *sweep, *QUICK, "--out", out)
+    elapsed = time.monotonic() - started
 
     results = load(out)
+    if KEEP:
+        shutil.copyfile(out, KEEP)
+        print(f"the smoke sweep's results: {KEEP} (scripts/report {KEEP})")
     ctx = results["context"]
     for key in ("layerbench_cpu_model", "layerbench_cpu_isa", "layerbench_git_commit", "layerbench_compiler",
                 "layerbench_peak_f32_fma_threads1"):
         check(key in ctx, f"context lacks {key}")
+    # Where the time went, by phase: every phase there, none negative, "other" the rest of
+    # a total that the process's own run time (measured here, around it) bounds.
+    phases = json.loads(ctx.get("layerbench_phases", "{}"))
+    names = ("peaks", "warm-up", "set-up", "verification", "timed loops", "writing", "other", "total")
+    check(set(phases) == set(names), f"layerbench_phases: {sorted(phases)}")
+    if set(phases) == set(names):
+        walls = {k: phases[k]["wall_s"] for k in names}
+        check(all(v >= -0.01 for v in walls.values()) and walls["timed loops"] > 0, f"phases: {walls}")
+        check(math.isclose(sum(walls[k] for k in names[:-1]), walls["total"], rel_tol=1e-6, abs_tol=1e-3),
+              f"the phases do not add up to the total: {walls}")
+        check(walls["total"] <= elapsed, f"phases total {walls['total']:.2f} s, the process ran {elapsed:.2f} s")
+        check(all(phases[k]["sys_s"] >= -0.01 and phases[k]["user_s"] >= -0.01 for k in names), f"phases: {phases}")
+    check("time by phase: " in sweep_run.stdout, "the summary has no 'time by phase:' line")
     # The CPU's signature, as /proc/cpuinfo gives it (the model name alone does not tell
     # apart the AMD hosts a VM runs on), and in the machine's identity.
     fields = {}
