@@ -38,36 +38,45 @@ trap 'rm -rf "$tmp"' EXIT
 status=0
 times=()
 elapsed() { echo $(($(date +%s) - $1)); }
+# The ten slowest tests of a build folder's last ctest run, from its log.
+slowest() {
+  local log=$1/Testing/Temporary/LastTest.log
+  [ -f "$log" ] || return 0
+  echo "$2: the ten slowest tests"
+  awk '/^[0-9]+\/[0-9]+ Testing: / {name = $3} /^Test time = / {printf "  %8.1f s  %s\n", $4, name}' "$log" |
+    sort -rn | head -n 10
+}
 
 scripts/install-deps.sh
+. scripts/build-folder.sh
 
-# The main build, as before: a failed configure or build stops here.
+# The main build, as before: a failed configure or build stops here. A folder configured
+# already is built as it is (any generator); LB_CMAKE_ARGS are given to it.
 t=$(date +%s)
 build=${LB_BUILD_DIR:-build}
 # shellcheck disable=SC2086  # LB_CMAKE_ARGS is a list of options
-cmake -S . -B "$build" -G Ninja ${LB_CMAKE_ARGS:-}
-cmake --build "$build" --parallel "$(nproc)"
+lb_configure "$build" ${LB_CMAKE_ARGS:-}
+lb_build "$build"
 # -LE long: the long sweeps (kernels/tests/verify_sweep.cpp) run by hand, `ctest -L long`.
 ctest --test-dir "$build" --output-on-failure --parallel "$(nproc)" -LE long "${ctest_args[@]}" || status=1
+slowest "$build" main
 times+=("main $(elapsed "$t") s")
 
 if [ $sanitize = 1 ]; then
   echo "== sanitize: ASan + UBSan build in build-asan/, ctest -L unit"
   t=$(date +%s)
-  # RelWithDebInfo: optimised like the real thing, with line numbers in every report.
-  # -g1 (line tables, inlined frames included) names the same frames and lines as -g, and
-  # compiles the harness a third faster (bench/harness/results.cpp: 44 s against 70 s).
-  # Leak checking is on (LeakSanitizer works here; where ptrace is forbidden it cannot
+  # The preset asan (CMakePresets.json): RelWithDebInfo, optimised like the real thing, with
+  # line numbers in every report; -g1 (line tables, inlined frames included) names the same
+  # frames and lines as -g, and compiles the harness a third faster (bench/harness/results.cpp:
+  # 44 s against 70 s). Leak checking is on (LeakSanitizer works here; where ptrace is forbidden it cannot
   # stop the threads and says so: ASAN_OPTIONS=detect_leaks=0 then turns it off).
-  if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
-    -DLB_SANITIZE=address,undefined \
-    -DLB_WITH_ONEDNN=OFF -DLB_WITH_EIGEN=OFF -DLB_WITH_CUDA=OFF >/dev/null &&
-    cmake --build build-asan --parallel "$(nproc)" &&
+  if lb_configure build-asan --preset=asan && lb_build build-asan &&
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
       ctest --test-dir build-asan -L unit --output-on-failure --parallel "$(nproc)"; then
-    :
+    slowest build-asan sanitize
   else
+    slowest build-asan sanitize
     echo "sanitize: FAILED"
     status=1
   fi
@@ -79,8 +88,8 @@ if [ $fuzz = 1 ]; then
   t=$(date +%s)
   targets=(problem suite network supports)
   seconds=$((${LB_FUZZ_SECONDS:-60} / ${#targets[@]}))
-  if cmake -S kernels/tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null &&
-    cmake --build build-fuzz --parallel "$(nproc)"; then
+  if LB_SOURCE_DIR=kernels/tests/fuzz lb_configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ &&
+    lb_build build-fuzz; then
     mkdir -p build-fuzz/findings
     for target in "${targets[@]}"; do
       cp -r "kernels/tests/fuzz/corpus/$target" "$tmp/$target"
