@@ -24,7 +24,7 @@ struct Clock {
   bool started = false;
 };
 
-Clock& clock() {
+Clock& phase_clock() {
   static Clock c;
   return c;
 }
@@ -58,13 +58,13 @@ const char* name(Phase p) {
 }
 
 void reset_phases() {
-  clock() = Clock{};
-  clock().start = now();
-  clock().started = true;
+  phase_clock() = Clock{};
+  phase_clock().start = now();
+  phase_clock().started = true;
 }
 
-PhaseScope::PhaseScope(Phase p) : outer_(clock().current) {
-  Clock& c = clock();
+PhaseScope::PhaseScope(Phase p) : outer_(phase_clock().current) {
+  Clock& c = phase_clock();
   const PhaseTime t = now();
   if (!c.started) {
     c.start = t;
@@ -76,7 +76,7 @@ PhaseScope::PhaseScope(Phase p) : outer_(clock().current) {
 }
 
 PhaseScope::~PhaseScope() {
-  Clock& c = clock();
+  Clock& c = phase_clock();
   const PhaseTime t = now();
   add(c.spent[size_t(c.current)], c.since, t);
   c.current = outer_;
@@ -84,7 +84,7 @@ PhaseScope::~PhaseScope() {
 }
 
 PhaseTotals phase_totals() {
-  const Clock& c = clock();
+  const Clock& c = phase_clock();
   PhaseTotals t;
   t.phase = c.spent;
   if (c.current >= 0) add(t.phase[size_t(c.current)], c.since, now());
