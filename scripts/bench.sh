@@ -31,7 +31,7 @@ lb_build "$build" layerbench >/dev/null
 
 device=cpu
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9_.\n-' '-')
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | sed -n 1p | tr -c 'A-Za-z0-9_.\n-' '-')
 fi
 out="results/runs/$(date +%Y-%m-%dT%H%M%S)_${LB_MACHINE:-$(hostname -s)}_${device}.json"
 for arg in "$@"; do

@@ -34,7 +34,7 @@ done
 git rev-parse --short=12 HEAD >.gpu-bundle/COMMIT
 # What it was built with, for the check's environment.txt (the CUDA runtime is linked in
 # statically, so the GPU machine cannot say which it is).
-nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake | head -n 1)
+nvcc=$(sed -n 's/^set(CMAKE_CUDA_COMPILER "\(.*\)")$/\1/p' "$build"/CMakeFiles/*/CMakeCUDACompiler.cmake | sed -n 1p)
 cudnn_h=$(sed -n 's/^LB_CUDNN_INCLUDE:[A-Z]*=//p' "$build/CMakeCache.txt")/cudnn_version.h
 {
   echo "built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n) from $(git rev-parse --short=12 HEAD)$(git diff --quiet HEAD || echo ' (with local changes)')"

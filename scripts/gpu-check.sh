@@ -234,7 +234,7 @@ run() {
   # Counted in its results file (.json, else .jsonl: stdout may end early).
   local res=$f.json total finished unsup budgeted took=$(($(now) - t0)) what
   [ -s "$res" ] || res=$f.jsonl
-  total=$(sed -n 's/^layerbench run: \([0-9]*\) cases.*/\1/p' "$f.out" | head -n 1)
+  total=$(sed -n 's/^layerbench run: \([0-9]*\) cases.*/\1/p' "$f.out" | sed -n 1p)
   finished=$(grep -o '"lb_case": *"[^"]*"' "$res" 2>/dev/null | sort -u | wc -l)
   unsup=$(grep -o '"lb_status": *"unsupported"' "$res" 2>/dev/null | wc -l)
   budgeted=$(grep -o '"lb_status": *"not_run"' "$res" 2>/dev/null | wc -l)
@@ -247,7 +247,7 @@ run() {
       fi
       if [ $rc = 1 ]; then
         fail "stage $stage_no $stage_name: $what; some cases FAILED (runs.log.gz):"
-        grep -E '^\[[0-9]+/[0-9]+\] .*(failed|mistrusted)' "$f.out" | head -n 5 | cut -c1-300 | sed 's/^/    /' |
+        grep -E '^\[[0-9]+/[0-9]+\] .*(failed|mistrusted)' "$f.out" | sed -n 1,5p | cut -c1-300 | sed 's/^/    /' |
           tee -a "$out/gpu-check.log"
       else
         log "stage $stage_no $stage_name: $what"
@@ -309,7 +309,7 @@ test_bin() {
       ;;
     *)
       fail "stage 2 tests: $label FAILED (exit $rc, $took s)"
-      grep -E '^\[  FAILED  \]|ERROR SUMMARY|^SKIPPED' "$tmp" | sort -u | head -n 10 | sed 's/^/    /' |
+      grep -E '^\[  FAILED  \]|ERROR SUMMARY|^SKIPPED' "$tmp" | sort -u | sed -n 1,10p | sed 's/^/    /' |
         tee -a "$out/gpu-check.log"
       ;;
   esac
@@ -385,7 +385,7 @@ stage1() {
     if grep -q '^GPU ' "$work/smi.txt"; then
       gpu_seen=1
       log "stage 1 environment: GPU: $(timeout -k 5 30 "$smi" --format=csv,noheader \
-        --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,ecc.mode.current 2>&1 | head -n 1)"
+        --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit,ecc.mode.current 2>&1 | sed -n 1p)"
     else
       log "stage 1 environment: nvidia-smi lists no GPU: a test's SKIP is SKIPPED here, not a failure"
     fi
@@ -566,7 +566,7 @@ stage3() {
         ;;
       *)
         fail "stage 3 checks: $what: FAILED (exit $rc)"
-        grep -E '^(failed|mistrusted) |repro:' "$tmp" | head -n 10 | sed 's/^/    /' | tee -a "$out/gpu-check.log"
+        grep -E '^(failed|mistrusted) |repro:' "$tmp" | sed -n 1,10p | sed 's/^/    /' | tee -a "$out/gpu-check.log"
         ;;
     esac
     if no_device "$tmp"; then fail "stage 3 checks: check $src: nvidia-smi lists a GPU, but layerbench found $(grep -m1 -o 'no usable CUDA device.*' "$tmp")"; fi

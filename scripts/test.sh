@@ -44,7 +44,7 @@ slowest() {
   [ -f "$log" ] || return 0
   echo "$2: the ten slowest tests"
   awk '/^[0-9]+\/[0-9]+ Testing: / {name = $3} /^Test time = / {printf "  %8.1f s  %s\n", $4, name}' "$log" |
-    sort -rn | head -n 10
+    sort -rn | sed -n 1,10p
 }
 
 scripts/install-deps.sh
