@@ -518,6 +518,29 @@ long calibrate(const std::function<float(long)>& fn, double seconds, long first 
   }
 }
 
+// Seconds a compute peak's repetition takes (a bandwidth's: 0.4 of that): 0.25 unless
+// $LAYERBENCH_PEAK_SECONDS says otherwise. Shorter is quicker and noisier: the tests that
+// exercise the peaks cache (bench/tests/limits_test.sh) measure with 0.02. A value that is
+// not a number of seconds in (0, 10] is said once and the default used.
+double peak_repetition_seconds() {
+  static const double seconds = [] {
+    constexpr double kDefault = 0.25;
+    const char* env = std::getenv("LAYERBENCH_PEAK_SECONDS");
+    if (!env || !*env) return kDefault;
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (*end || !(v > 0 && v <= 10)) {
+      std::fprintf(stderr,
+                   "layerbench: warning: LAYERBENCH_PEAK_SECONDS=%s is not a number of seconds in (0, 10]; "
+                   "using %.2f\n",
+                   env, kDefault);
+      return kDefault;
+    }
+    return v;
+  }();
+  return seconds;
+}
+
 // A repetition counts only if every thread had its core to itself (its CPU time at
 // least 90 % of the wall time): a peak measured beside other work is no peak. If no
 // repetition is clean, the best is returned marked as contended — and cached so, rather
@@ -534,8 +557,9 @@ Peak measure(const Loop& loop, int threads) {
   std::fflush(stderr);
   const double ops_per_iteration = loop.set_up(running);
   // ~0.25 s per repetition (streams ~0.1 s: plenty for a bandwidth)
-  const long iters =
-      calibrate([&](long n) { return loop.fn(0, n); }, loop.bytes ? 0.1 : 0.25, loop.first_iters);
+  const double rep_seconds = peak_repetition_seconds();
+  const long iters = calibrate([&](long n) { return loop.fn(0, n); },
+                               loop.bytes ? 0.4 * rep_seconds : rep_seconds, loop.first_iters);
   double best_clean = 0, best_any = 0, worst_share = 1;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<std::thread> pool;
@@ -562,7 +586,11 @@ Peak measure(const Loop& loop, int threads) {
   if (running < threads)
     how += "on " + std::to_string(running) + " threads (" + std::to_string(threads) + " oversubscribe the " +
            std::to_string(cores) + " cores), ";
-  Peak p{loop.kind, threads, best_clean, how + "best of 5 uncontended"};
+  char reps[96] = "";
+  if (rep_seconds != 0.25)
+    std::snprintf(reps, sizeof reps, " of %.3g s (LAYERBENCH_PEAK_SECONDS)",
+                  loop.bytes ? 0.4 * rep_seconds : rep_seconds);
+  Peak p{loop.kind, threads, best_clean, how + "best of 5 uncontended" + reps};
   if (best_clean == 0) {
     p = {loop.kind, threads, best_any,
          how + "CONTENDED (a thread had " + std::to_string(int(100 * worst_share)) + "% of a core)"};
