@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "cuda/check.h"
+#include "cuda/cublas/library.h"
 #include "cuda/hold.h"
 #include "cuda/memory.h"
 
@@ -238,13 +239,22 @@ std::vector<std::pair<std::string, std::string>> gpu_context() {
   c.emplace_back("layerbench_cuda_version", "runtime " + version(runtime) +
                                                 " (linked statically), driver API " +
                                                 (driver ? version(driver) : std::string("none (no driver)")));
-  // Linked at build time, loaded from whichever copy the loader found here.
+  // cuBLASLt is opened only where a GPU can use it (cuda/cublas/library.h): without one,
+  // the version of the headers built against and the library that would be looked for.
+  if (!why_no_gpu().empty())
+    c.emplace_back("layerbench_cublas_version", dotted_version(CUBLAS_VERSION) + " (built against; " +
+                                                    cublaslt_soname() +
+                                                    " not opened: no usable CUDA device)");
+  else if (!why_no_cublaslt().empty())
+    c.emplace_back("layerbench_cublas_version", "none (" + why_no_cublaslt() + ")");
+  else
+    c.emplace_back("layerbench_cublas_version",
+                   dotted_version(cublaslt().cublasLtGetVersion()) + " (" + cublaslt().file + ")");
+  // cuDNN: linked at build time, loaded from whichever copy the loader found here.
   auto with_file = [](std::string v, const char* function) {
     const std::string file = library_file(function);
     return file.empty() ? v : v + " (" + file + ")";
   };
-  c.emplace_back("layerbench_cublas_version",
-                 with_file(dotted_version(cublasLtGetVersion()), "cublasLtGetVersion"));
   c.emplace_back("layerbench_cudnn_version", with_file(dotted_version(cudnnGetVersion()), "cudnnGetVersion"));
   if (!why_no_gpu().empty()) {
     c.emplace_back("layerbench_gpu_model", "none (" + why_no_gpu() + ")");

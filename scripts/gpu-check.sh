@@ -414,6 +414,15 @@ stage1() {
     elif [ $stem = libcudart ]; then
       log "stage 1 environment: libcudart: linked statically (CUDA::cudart_static)"
       echo "libcudart: linked statically" >>"$env"
+    elif [ $stem = libcublasLt ]; then
+      # Not linked: layerbench opens it at its first use (cuda/cublas/library.h), where the
+      # loader finds it, else at the path its build found (then `layerbench list` says which).
+      path=$(find_lib 'libcublasLt.so.[0-9]*' "$(dirname "$(realpath "$lb")")")
+      if [ -n "$path" ]; then
+        describe_lib "libcublasLt (opened at first use)" "$path"
+      else
+        log "stage 1 environment: libcublasLt not in LD_LIBRARY_PATH or ld.so.cache: layerbench looks at its build's path"
+      fi
     elif [ -x "$lb" ] && ! grep -q "^[[:space:]]*$stem\.so" <<<"$linked"; then
       missing="$missing $stem (not linked: a bundle built without CUDA?)"
     fi

@@ -17,6 +17,7 @@
 
 #include "cuda/check.h"
 #include "cuda/cublas/kernels.h"
+#include "cuda/cublas/library.h"
 #include "cuda/gpu_kernel.h"
 
 namespace lb::cuda {
@@ -27,7 +28,7 @@ constexpr size_t kMaxWorkspace = size_t(32) << 20;
 cublasLtHandle_t lt_handle() {
   static cublasLtHandle_t h = [] {
     cublasLtHandle_t handle = nullptr;
-    LB_CUBLAS_CHECK(cublasLtCreate(&handle));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtCreate(&handle));
     return handle;
   }();
   return h;
@@ -70,7 +71,8 @@ class CublasLtDense final : public GpuKernel {
         !why.empty())
       return why + ": cuBLASLt multiplies s8 x s8; int8 problems are u8 activations x s8 weights";
     if (std::string why = f8_layout_reason(p); !why.empty()) return why;
-    return gpu_unusable(p.dt == DType::f8 ? 89 : 0);
+    if (std::string why = gpu_unusable(p.dt == DType::f8 ? 89 : 0); !why.empty()) return why;
+    return why_no_cublaslt();
   }
 
   void prepare(const Problem& p, TensorSet& ts, const Context&) override {
@@ -81,22 +83,24 @@ class CublasLtDense final : public GpuKernel {
                          out = cuda_type(storage_of(p.dt, Arg::dst));
     const cublasComputeType_t compute =
         p.dt == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    LB_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescCreate(&desc_, compute, CUDA_R_32F));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LB_CUBLAS_CHECK(
+        cublaslt().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LB_CUBLAS_CHECK(
+        cublaslt().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     const cublasLtEpilogue_t epilogue =
         p.relu == Relu::fused ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    LB_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                              sizeof epilogue));
     // A = W as K×N (ld K), B = x as K×M (ld K), C = D = y as N×M (ld N), all column-major.
-    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a_, in, d.ic, d.oc, d.ic));
-    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b_, in, d.ic, d.mb, d.ic));
-    LB_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c_, out, d.oc, d.mb, d.oc));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&a_, in, d.ic, d.oc, d.ic));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&b_, in, d.ic, d.mb, d.ic));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&c_, out, d.oc, d.mb, d.oc));
     cublasLtMatmulPreference_t pref = nullptr;
-    LB_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    LB_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                         &kMaxWorkspace, sizeof kMaxWorkspace));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof kMaxWorkspace));
 
     // The bias must be of the output's type, except for fp8 with an f32 output, where
     // cuBLASLt documents bf16 (f16 and f32 are tried after it). Our bias is f32 on the
@@ -109,16 +113,16 @@ class CublasLtDense final : public GpuKernel {
     int found = 0;
     for (Storage bias : bias_types) {
       const cudaDataType_t bias_type = cuda_type(bias);
-      LB_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                     sizeof bias_type));
-      if (cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_, b_, c_, c_, pref, 1, &result, &found) ==
-              CUBLAS_STATUS_SUCCESS &&
+      LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                                &bias_type, sizeof bias_type));
+      if (cublaslt().cublasLtMatmulAlgoGetHeuristic(lt_handle(), desc_, a_, b_, c_, c_, pref, 1, &result,
+                                                    &found) == CUBLAS_STATUS_SUCCESS &&
           found > 0) {
         bias_storage_ = bias;
         break;
       }
     }
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublaslt().cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
       throw Error("cublas: cuBLASLt found no algorithm for " + print(p) +
                   " (tried bias types for this dtype)");
@@ -136,15 +140,17 @@ class CublasLtDense final : public GpuKernel {
       LB_CUDA_CHECK(cudaMemcpy(bias_.get(), converted.data(), converted.bytes(), cudaMemcpyHostToDevice));
       bias_ptr = bias_.get();
     }
-    LB_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof bias_ptr));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                              &bias_ptr, sizeof bias_ptr));
 
     int id = -1, tile = -1, stages = -1;
     size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written);
-    cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages,
-                                         &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id,
+                                                    &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                                    &written);
+    cublaslt().cublasLtMatmulAlgoConfigGetAttribute(&algo_, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                                    sizeof stages, &written);
     details_ = "cuBLASLt heuristic #1: algo " + std::to_string(id) + ", tile " + std::to_string(tile) +
                ", stages " + std::to_string(stages) + ", workspace " + std::to_string(result.workspaceSize) +
                " B, bias " + std::string(name(bias_storage_));
@@ -152,16 +158,16 @@ class CublasLtDense final : public GpuKernel {
 
   void run(TensorSet&) override {
     const float alpha = 1.0f, beta = 0.0f;
-    LB_CUBLAS_CHECK(cublasLtMatmul(lt_handle(), desc_, &alpha, dev(Arg::wei), a_, dev(Arg::src), b_, &beta,
-                                   dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_, workspace_.get(),
-                                   workspace_.bytes(), 0));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmul(lt_handle(), desc_, &alpha, dev(Arg::wei), a_, dev(Arg::src),
+                                              b_, &beta, dev(Arg::dst), c_, dev(Arg::dst), c_, &algo_,
+                                              workspace_.get(), workspace_.bytes(), 0));
     relu_pass();
   }
 
   void release() override {
-    if (desc_) cublasLtMatmulDescDestroy(desc_);
+    if (desc_) cublaslt().cublasLtMatmulDescDestroy(desc_);
     for (auto* layout : {&a_, &b_, &c_})
-      if (*layout) cublasLtMatrixLayoutDestroy(*layout);
+      if (*layout) cublaslt().cublasLtMatrixLayoutDestroy(*layout);
     desc_ = nullptr;
     a_ = b_ = c_ = nullptr;
     bias_ = DeviceBuffer();

@@ -1,16 +1,48 @@
 // What the CUDA build decides on the host, without a GPU (label unit, runs everywhere
 // the CUDA code is built): the reasons supports() gives before any device is touched,
-// the cuDNN math type of each dtype, and the context entries a results file carries.
+// the cuDNN math type of each dtype, the context entries a results file carries, and
+// cuBLASLt opened at its first use only.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "cuda/cublas/library.h"
 #include "cuda/cudnn/common.h"
 #include "cuda/runtime.h"
 #include "kernels/registry.h"
 
 namespace lb {
 namespace {
+
+bool mapped(const std::string& what) {
+  std::ifstream maps("/proc/self/maps");
+  std::stringstream all;
+  all << maps.rdbuf();
+  return all.str().find(what) != std::string::npos;
+}
+
+// First in this file (gtest runs a file's tests in order): nothing before it has opened
+// cuBLASLt. Without a GPU, neither the registry's reasons nor the results' context open it
+// (it is not linked: its initialisers cost every process start 0.35 s); asked for, it
+// opens, with every function layerbench calls, and names its file and version.
+TEST(CudaHost, CublasLtOpenedAtItsFirstUseOnly) {
+  ASSERT_FALSE(cuda::cublaslt_opened());
+  EXPECT_FALSE(mapped("libcublasLt")) << "libcublasLt is mapped before its first use";
+  (void)registry().find("dense.cublas.lt")->supports(parse_problem("dense mb=4 ic=16 oc=16"));
+  (void)cuda::gpu_context();
+  EXPECT_EQ(cuda::cublaslt_opened(), cuda::why_no_gpu().empty());
+  ASSERT_EQ(cuda::why_no_cublaslt(), "");
+  const cuda::CublasLt& lt = cuda::cublaslt();
+  EXPECT_TRUE(cuda::cublaslt_opened());
+  EXPECT_TRUE(mapped("libcublasLt"));
+#define LB_EXPECT_RESOLVED(f) EXPECT_NE(lt.f, nullptr) << #f;
+  LB_CUBLASLT_FUNCTIONS(LB_EXPECT_RESOLVED)
+#undef LB_EXPECT_RESOLVED
+  EXPECT_NE(lt.file.find("libcublasLt.so"), std::string::npos) << lt.file;
+  EXPECT_EQ(lt.cublasLtGetVersion() / 10000, size_t(CUBLAS_VER_MAJOR));
+}
 
 std::string reason(const char* id, const char* line) {
   const KernelEntry* k = registry().find(id);
