@@ -15,6 +15,7 @@ packages=(
   libdnnl-dev libeigen3-dev     # the oneDNN and Eigen backends (oneDNN 2.6, Eigen 3.4)
   ocl-icd-opencl-dev            # Debian's oneDNN is built with OpenCL; its CMake config needs it
   clang libclang-rt-14-dev      # the fuzz targets (libFuzzer, clang's sanitizer runtimes)
+  slurm-wlm munge               # a one-node Slurm cluster for scripts/slurm-sweep.sh's test (ctest -L scale)
 )
 
 missing=()
