@@ -17,12 +17,10 @@
 # Before anything is submitted, ARGS are checked by `layerbench run ARGS --list` on this host.
 # DIR gets shard-i.json (and their logs, shard-i.jsonl), merged.json, the two job scripts
 # (shard.sbatch, merge.sbatch) and each job's output in logs/.
-# The merge is plain when the shards agree on machine and settings. It is forced, with a
-# line in logs/merge.out saying why, when they name several machines (a sweep over several
-# nodes), or when one machine's shards differ in the peaks alone: layerbench measures them
-# again once its cache is over an hour old or was measured contended, shards that start
-# together on an empty cache each measure their own, and a shard with nothing to measure
-# records none. Any other difference layerbench refuses.
+# The merge is plain when the shards ran on one machine; forced, with a line in
+# logs/merge.out saying why, when they name several (a sweep over several nodes).
+# `layerbench merge` takes shards whose peaks differ (measured again between them) and
+# skips a shard with no cases; any other difference in settings it refuses.
 # Prints the two job ids and the merged file's path.
 # Exit status: 0 submitted (with --wait: the merge job COMPLETED); 2 bad usage (no sbatch on
 # PATH, N < 1, no binary, ARGS that layerbench refuses, results in DIR already and neither
@@ -130,31 +128,24 @@ mkdir -p "$dir/logs" 2>/dev/null || refuse "cannot make '$dir/logs'"
   cat <<'MERGE'
 inputs=()
 for ((i = 0; i < n; i++)); do inputs+=("$dir/shard-$i.json"); done
-# --force where the shards name several machines, or differ only in their peaks
-# (scripts/slurm-sweep.sh's header says when); layerbench refuses any other difference.
+# --force where the shards ran on several machines (a shard with no cases names none);
+# layerbench's merge refuses any other difference but the peaks and the shard.
 force=()
 if command -v python3 >/dev/null; then
   why=$(python3 - "${inputs[@]}" <<'PY'
 import json
 import sys
 
-settings = []
+machines = set()
 for path in sys.argv[1:]:
     try:
         with open(path) as f:
-            settings.append(json.load(f)["context"]["layerbench_settings"])
+            machines.add(json.load(f)["context"]["layerbench_settings"]["machine"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # layerbench's merge names what it cannot read
-machines = sorted({s.get("machine", "") for s in settings})
+machines.discard("")
 if len(machines) > 1:
-    print(f"the shards ran on {len(machines)} machines ({', '.join(machines)})")
-else:
-    def beside_peaks(s):
-        return {k: v for k, v in s.items() if k not in ("shard", "peaks")}
-    if len({s.get("peaks", "") for s in settings}) > 1 and all(
-            beside_peaks(s) == beside_peaks(settings[0]) for s in settings):
-        print("the shards' peaks differ (measured again between shards, or none in a shard with "
-              "nothing to measure), their other settings agree")
+    print(f"the shards ran on {len(machines)} machines ({', '.join(sorted(machines))})")
 PY
   )
   if [ -n "$why" ]; then

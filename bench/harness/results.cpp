@@ -677,13 +677,26 @@ void merge_results(const std::string& out, const std::vector<std::string>& input
   std::vector<MergeInput> all;
   for (const std::string& path : inputs)
     all.push_back(read_merge_input_or_say(path));
-  const MergeInput& first = all[0];
+  // An input with no case (a shard whose share of a small sweep was nothing) adds none and
+  // is not compared; the first with cases is the one the others are compared with. Peaks
+  // are measurements, not settings: re-measured between shards on one machine (an hour
+  // old, or contended before), they differ, and each case keeps its % of peak as it was.
+  auto empty = [](const MergeInput& in) { return in.cases.order.empty() && in.partial.empty(); };
+  const auto with_cases =
+      std::find_if(all.begin(), all.end(), [&](const MergeInput& in) { return !empty(in); });
+  const MergeInput& first = with_cases == all.end() ? all[0] : *with_cases;
+  std::set<std::string> ignored = kSelectionSettings;
+  ignored.insert("peaks");
   for (const MergeInput& in : all) {
+    if (empty(in)) {
+      std::fprintf(stderr, "layerbench merge: %s: no cases, nothing taken from it\n", in.path.c_str());
+      continue;
+    }
     if (machine(in.context) != machine(first.context) && !force)
       throw Error("merge: '" + in.path + "' was measured on another machine (" + machine(in.context) +
                   ") than '" + first.path + "' (" + machine(first.context) + "); --force merges anyway");
     if (!in.settings.is_null() || !first.settings.is_null())
-      if (const std::string diff = settings_difference(first.settings, in.settings, kSelectionSettings);
+      if (const std::string diff = settings_difference(first.settings, in.settings, ignored);
           !diff.empty() && !force)
         throw Error("merge: '" + in.path + "' was measured with other settings than '" + first.path + "' (" +
                     diff + "); --force merges anyway");

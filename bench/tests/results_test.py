@@ -235,10 +235,11 @@ with tempfile.TemporaryDirectory() as tmp:
     p = run("merge", merged, partial)
     check(f"{name}: left out" in p.stderr and name not in dict(groups(runs_of(json.load(open(merged))))),
           f"merge kept a case that is whole nowhere: {p.stderr[-300:]!r}")
-    # Another machine (its name), other settings: refused unless --force; another shard is fine.
+    # Another machine (its name), other settings: refused unless --force; another shard, or
+    # other peaks (measured again between shards), is fine.
     results = json.load(open(a))
     for key, value, text in (("layerbench_machine", "elsewhere", "another machine"), ("seed", "7", "other settings"),
-                             ("shard", "1/2", None)):
+                             ("shard", "1/2", None), ("peaks", "f32_fma 1 thread 1.0 GFLOP/s", None)):
         other = json.loads(json.dumps(results))
         (other["context"] if key.startswith("layerbench_") else other["context"]["layerbench_settings"])[key] = value
         path = os.path.join(tmp, f"other-{key}.json")
@@ -248,6 +249,15 @@ with tempfile.TemporaryDirectory() as tmp:
             run("merge", "--force", merged, a, path)
         else:
             run("merge", merged, a, path)
+    # An input with no cases (a shard whose share was nothing: no machine, no peaks) is
+    # skipped and said, whichever place it has; the context is the first input's with cases.
+    empty = os.path.join(tmp, "empty-shard.json")
+    json.dump({"context": {"layerbench_settings": {"shard": "7/8"}}, "benchmarks": []}, open(empty, "w"))
+    p = run("merge", merged, empty, a)
+    check(f"{empty}: no cases, nothing taken from it" in p.stderr, f"merge of an empty shard said {p.stderr[-300:]!r}")
+    got = json.load(open(merged))
+    check(got["context"].get("layerbench_machine") == results["context"].get("layerbench_machine") and
+          len(runs_of(got)) == len(runs_of(results)), "merge of an empty shard and a file changed its cases or context")
     # Inputs merge cannot read: one line, exit 2.
     not_array = os.path.join(tmp, "object.json")
     json.dump({"context": {}, "benchmarks": {"x": 1}}, open(not_array, "w"))

@@ -70,7 +70,7 @@ await() {
 }
 
 # The peaks in their cache before the shards start: shards that started together on a stale
-# cache would each measure their own (slurm-sweep.sh merges them, forced).
+# cache would each measure their own, seconds each.
 export LAYERBENCH_PEAKS=${LAYERBENCH_PEAKS:-$tmp/peaks.json}
 "$lb" run --problem "dense mb=1 ic=1 oc=1" --backend ref --benchmark_min_time=0.002 --benchmark_repetitions=2 \
   --out "$tmp/peaks-run.json" >"$tmp/peaks-run.log" 2>&1 || fail "layerbench run: $(tail -n 2 "$tmp/peaks-run.log")"
