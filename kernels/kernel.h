@@ -75,6 +75,9 @@ struct KernelInfo {
   // backend: the steps of a teaching progression (naive → … → the real kernel) and
   // variants that answer a narrower question (oneDNN on NCHW as given).
   bool opt_in = false;
+  // The passes it computes (problem.h's Pass). The registry checks them once against the
+  // op's; a problem of another pass is declined there, before the kernel is asked.
+  std::vector<Pass> passes = {Pass::fwd};
 };
 
 }  // namespace lb

@@ -1,5 +1,6 @@
 #include "kernels/problem.h"
 
+#include <algorithm>
 #include <cctype>
 #include <iterator>
 #include <sstream>
@@ -68,6 +69,38 @@ Relu parse_relu(std::string_view token) {
   throw Error("relu '" + std::string(token) + "': expected one of none separate inplace fused");
 }
 
+std::string_view name(Pass pass) {
+  switch (pass) {
+    case Pass::fwd:
+      return "fwd";
+    case Pass::fwd_train:
+      return "fwd_train";
+    case Pass::bwd_d:
+      return "bwd_d";
+    case Pass::bwd_w:
+      return "bwd_w";
+    case Pass::bwd:
+      return "bwd";
+    case Pass::train:
+      return "train";
+  }
+  return "?";
+}
+
+Pass parse_pass(std::string_view token) {
+  for (Pass pass : kAllPasses)
+    if (name(pass) == token) return pass;
+  throw Error("dir '" + std::string(token) + "': expected one of fwd fwd_train bwd_d bwd_w bwd train");
+}
+
+Problem with_pass(Problem p, Pass pass) {
+  const OpTraits& t = traits(p.op());
+  if (std::find(t.passes.begin(), t.passes.end(), pass) == t.passes.end())
+    throw Error(std::string(t.name) + ": dir=" + std::string(name(pass)) + ": " + std::string(t.no_pass));
+  p.pass = pass;
+  return p;
+}
+
 int64_t Problem::batch() const {
   return std::visit([](const auto& s) { return s.mb; }, shape);
 }
@@ -102,6 +135,15 @@ Problem parse_problem(std::string_view line) {
     }
     kv.erase(it);
   }
+  Pass pass = Pass::fwd;
+  if (auto it = kv.find("dir"); it != kv.end()) {
+    try {
+      pass = parse_pass(it->second);
+    } catch (const Error& e) {
+      throw Error(op_token + ": dir=" + it->second + ": expected one of fwd fwd_train bwd_d bwd_w bwd train");
+    }
+    kv.erase(it);
+  }
   if (auto it = kv.find("name"); it != kv.end()) {
     if (!valid_name(it->second))
       throw Error(op_token + ": name=" + it->second + ": expected letters, digits, '_', '.' or '-'");
@@ -110,13 +152,14 @@ Problem parse_problem(std::string_view line) {
   }
   traits(op).parse(kv, p);
   check_tensors(p, op_token);
-  return p;
+  return with_pass(std::move(p), pass);
 }
 
 std::string print(const Problem& p) {
   std::string out(name(p.op()));
   traits(p.op()).print(p, out);
   out += " dt=" + std::string(name(p.dt)) + " relu=" + std::string(name(p.relu));
+  if (p.pass != Pass::fwd) out += " dir=" + std::string(name(p.pass));
   if (!p.name.empty()) out += " name=" + p.name;
   return out;
 }
@@ -142,7 +185,7 @@ std::string short_name(const Problem& p) {
   std::string tok;
   in >> tok;  // the op is already in the kernel id
   while (in >> tok) {
-    if (tok.rfind("dt=", 0) == 0 || tok.rfind("relu=", 0) == 0) continue;
+    if (tok.rfind("dt=", 0) == 0 || tok.rfind("relu=", 0) == 0 || tok.rfind("dir=", 0) == 0) continue;
     tok.erase(tok.find('='), 1);
     out += tok;
   }

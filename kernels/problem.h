@@ -3,10 +3,11 @@
 //   dense  mb=32 ic=4096 oc=4096 dt=f32 relu=none
 //   conv2d mb=32 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=fused
 //   lstm   mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none
+//   dense  mb=64 ic=4096 oc=4096 dt=f32 relu=inplace dir=bwd_w
 //
 // Keys may come in any order; print() writes them in the order above. Optional keys
-// and their defaults: dt=f32, relu=none, name= (empty), and the op's own, which its key
-// table declares with the rest of the op's facts in kernels/ops/<op>.cpp (OpTraits; e.g.
+// and their defaults: dt=f32, relu=none, dir=fwd (printed only when another), name= (empty), and the op's
+// own, which its key table declares with the rest of the op's facts in kernels/ops/<op>.cpp (OpTraits; e.g.
 // conv2d sw defaults to sh and is printed only when it differs). parse(print(p)) == p
 // for every valid p. Every error names the op and the token and says what was expected,
 // e.g. "conv2d: kh=0: must be >= 1".
@@ -37,11 +38,27 @@ inline constexpr Relu kAllRelus[] = {Relu::none, Relu::separate, Relu::inplace, 
 std::string_view name(Relu r);
 Relu parse_relu(std::string_view token);
 
+// The pass a case runs, in benchdnn's words (its `dir`): the forward pass of inference
+// (fwd); the forward of a training step, which keeps what the backward needs (fwd_train);
+// the gradient with respect to the layer's input (bwd_d), to its weights and bias (bwd_w),
+// or both (bwd); a whole training step, forward then backward (train). An op says which
+// it has (OpTraits::passes: an LSTM's data and weight gradients come out of one pass
+// through time, so it has no bwd_d or bwd_w). dir= is printed only when not fwd, so every
+// forward problem line, case name and results file reads as before.
+enum class Pass { fwd, fwd_train, bwd_d, bwd_w, bwd, train };
+inline constexpr Pass kAllPasses[] = {Pass::fwd,   Pass::fwd_train, Pass::bwd_d,
+                                      Pass::bwd_w, Pass::bwd,       Pass::train};
+// --dir training: the passes of a training step measured one by one, and the whole step.
+inline constexpr Pass kTrainingPasses[] = {Pass::fwd_train, Pass::bwd_d, Pass::bwd_w, Pass::train};
+std::string_view name(Pass pass);
+Pass parse_pass(std::string_view token);
+
 struct Problem {
   std::variant<Dense, Conv2d, Lstm> shape;
   DType dt = DType::f32;
   Relu relu = Relu::none;
   std::string name;  // optional label, [A-Za-z0-9_.-]+; e.g. the network layer it came from
+  Pass pass = Pass::fwd;
 
   Op op() const { return Op(shape.index()); }
   const Dense& dense() const { return std::get<Dense>(shape); }
@@ -53,6 +70,9 @@ struct Problem {
 
 // Throws lb::Error with a one-line reason.
 Problem parse_problem(std::string_view line);
+// The same problem in another pass; throws lb::Error, as parse_problem would, where the
+// op has no such pass.
+Problem with_pass(Problem p, Pass pass);
 std::string print(const Problem& p);
 
 // The same problem with another batch, dtype or ReLU mode (sweep axes). Throws

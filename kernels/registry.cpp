@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 
 namespace lb {
 
@@ -28,8 +29,17 @@ std::string require_dtypes(const Problem& p, std::initializer_list<DType> allowe
 }
 
 std::string KernelEntry::supports(const Problem& p) const {
-  std::string why =
-      op_name() != name(p.op()) ? info.id + " computes " + std::string(op_name()) : make()->supports(p);
+  std::string why;
+  if (op_name() != name(p.op())) {
+    why = info.id + " computes " + std::string(op_name());
+  } else if (std::find(info.passes.begin(), info.passes.end(), p.pass) == info.passes.end()) {
+    std::string has;
+    for (Pass pass : info.passes)
+      has += (has.empty() ? "" : ", ") + std::string(name(pass));
+    why = "dir=" + std::string(name(p.pass)) + " not computed (" + has + " only)";
+  } else {
+    why = make()->supports(p);
+  }
   // Kernels give bare reasons; the backend's name goes in front here, once for all of them.
   return why.empty() ? why : std::string(backend()) + ": " + why;
 }
@@ -41,7 +51,11 @@ void Registry::add(KernelInfo info, std::function<std::unique_ptr<Kernel>()> mak
   if (b == std::string::npos || a == 0 || b == a + 1 || b + 1 == id.size() ||
       id.find('.', b + 1) != std::string::npos)
     throw Error("kernel id '" + id + "': expected <op>.<backend>.<variant>");
-  parse_op(id.substr(0, a));
+  const OpTraits& op = traits(parse_op(id.substr(0, a)));
+  if (info.passes.empty()) throw Error("kernel " + id + ": no pass (KernelInfo::passes)");
+  for (Pass pass : info.passes)
+    if (std::find(op.passes.begin(), op.passes.end(), pass) == op.passes.end())
+      throw Error("kernel " + id + ": dir=" + std::string(name(pass)) + ": " + std::string(op.no_pass));
   if (find(id)) throw Error("kernel id '" + id + "' registered twice");
   kernels_.push_back({std::move(info), std::move(make)});
 }

@@ -42,7 +42,7 @@ commands:
   analyze <network | "problem line"> [--batch N] [--dtype D] [--training] [--json]
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
-        [--batch N] [--dtype D,...] [--seed N] [--threads N] [--full] [--max-macs N]
+        [--batch N] [--dtype D,...] [--dir P,...] [--seed N] [--threads N] [--full] [--max-macs N]
         [--separable-baseline]
                                      verify kernels against the reference (default: --suite smoke;
                                      big problems on a sample of the batch unless --full;
@@ -192,6 +192,9 @@ int cmd_analyze(const std::vector<std::string>& argv) {
   const DType dt = dtype_flag ? parse_dtype(*dtype_flag) : DType::f32;
   if (looks_like_problem(what)) {
     Problem p = parse_problem(what);
+    if (p.pass != Pass::fwd)
+      throw Error("analyze: dir=" + std::string(name(p.pass)) +
+                  ": the model is of the forward pass (--training adds what a training step keeps)");
     if (a.get("batch")) p = with_batch(p, a.integer("batch", 1));
     if (dtype_flag) p.dt = dt;
     print_problem_model(p, a.on("json"), a.on("training"));

@@ -16,6 +16,7 @@ namespace lb::cli {
 
 const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
       [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
+      [--dir fwd,fwd_train,bwd_d,bwd_w,bwd,train|training|all]
       [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
       [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
       [--seed N] [--machine NAME] [--list] [--separable-baseline]
@@ -31,6 +32,9 @@ const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--prob
                                      time, verified once), so that a minute of a busy machine
                                      does not land on a few cases; a case is written when its
                                      last repetition is done, and --budget is refused.
+                                     --dir: the passes (problem lines' dir=; training is
+                                     fwd_train,bwd_d,bwd_w,train; an op's missing ones are left
+                                     out: an LSTM has no bwd_d or bwd_w, only bwd);
                                      --backend all includes ref, which is otherwise left out;
                                      --separable-baseline adds, after each depthwise conv and the
                                      pointwise 1x1 on its output, the standard conv they replace
@@ -91,7 +95,7 @@ double number(const Args& a, const std::string& flag, double fallback, double mi
 // The flags both commands share: the problems (sources), the axes and the filters; and
 // the switch that adds problems (--separable-baseline).
 const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch",
-                                           "dtype", "backend", "kernel"};
+                                           "dtype", "dir",     "backend", "kernel"};
 const std::set<std::string> kSweepSwitches = {"separable-baseline"};
 
 bench::SweepSpec sweep_spec(const Args& a) {
@@ -104,6 +108,18 @@ bench::SweepSpec sweep_spec(const Args& a) {
     spec.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
   else
     spec.dtypes = list_of<DType>(a, "dtype", parse_dtype);
+  if (a.get("dir") == "all")
+    spec.passes.assign(std::begin(kAllPasses), std::end(kAllPasses));
+  else if (a.get("dir") == "training")
+    spec.passes.assign(std::begin(kTrainingPasses), std::end(kTrainingPasses));
+  else
+    spec.passes = list_of<Pass>(a, "dir", [](const std::string& s) {
+      try {
+        return parse_pass(s);
+      } catch (const Error&) {
+        throw Error("--dir " + s + ": expected fwd, fwd_train, bwd_d, bwd_w, bwd, train, training or all");
+      }
+    });
   spec.backends = list_of<std::string>(a, "backend", as_is);
   if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
   spec.kernels = list_of<std::string>(a, "kernel", as_is);

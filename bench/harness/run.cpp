@@ -260,6 +260,7 @@ Json run_settings(const cli::RunArgs& args) {
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   j["gomp_spincount"] = spin ? spin : "";
   if (args.interleaved) j["interleaved"] = "on";  // absent when off: older logs resume as they were
+  if (!s.passes.empty()) j["dirs"] = joined(s.passes, [](Pass x) { return name(x); });  // likewise
   return j;
 }
 

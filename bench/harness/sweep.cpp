@@ -6,12 +6,14 @@
 
 #include "kernels/common.h"
 #include "kernels/data.h"
+#include "kernels/ops/traits.h"
 
 namespace lb::bench {
 
 std::string problem_name(const Problem& p, bool cold, bool blocking) {
   std::string n = p.name.empty() ? short_name(p) : p.name + "-mb" + std::to_string(p.batch());
   if (p.relu != Relu::none) n += "-relu_" + std::string(name(p.relu));
+  if (p.pass != Pass::fwd) n += "-dir_" + std::string(name(p.pass));
   if (cold) n += "-cold";
   if (blocking) n += "-sync_blocking";
   return n;
@@ -97,20 +99,27 @@ std::vector<Case> expand(const SweepSpec& spec) {
     const std::vector<Relu> relus = added                ? std::vector<Relu>{Relu::none}
                                     : spec.relus.empty() ? std::vector<Relu>{b.relu}
                                                          : spec.relus;
+    // The --dir axis takes the passes the op has; a problem's own dir= was checked when parsed.
+    std::vector<Pass> passes;
+    const OpTraits& op = traits(b.op());
+    for (Pass pass : spec.passes.empty() ? std::vector<Pass>{b.pass} : spec.passes)
+      if (std::find(op.passes.begin(), op.passes.end(), pass) != op.passes.end()) passes.push_back(pass);
     for (int64_t mb : batches)
       for (DType dt : dtypes)
-        for (Relu relu : relus) {
-          // A layer's rows per sample times the batch, checked before it can overflow;
-          // with_batch() then applies a problem line's limits.
-          if (per_sample && mb > (int64_t(1) << 31) / std::max<int64_t>(b.batch(), 1))
-            throw Error("--batch " + std::to_string(mb) + ": layer " + b.name +
-                        " would have more than 2^31 rows");
-          Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
-          p.dt = dt;
-          p.relu = relu;
-          problems.push_back(std::move(p));
-          baseline.push_back(added);
-        }
+        for (Relu relu : relus)
+          for (Pass pass : passes) {
+            // A layer's rows per sample times the batch, checked before it can overflow;
+            // with_batch() then applies a problem line's limits.
+            if (per_sample && mb > (int64_t(1) << 31) / std::max<int64_t>(b.batch(), 1))
+              throw Error("--batch " + std::to_string(mb) + ": layer " + b.name +
+                          " would have more than 2^31 rows");
+            Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
+            p.dt = dt;
+            p.relu = relu;
+            p.pass = pass;
+            problems.push_back(std::move(p));
+            baseline.push_back(added);
+          }
   }
   // An added standard convolution is measured once per shape, dtype and batch: not when
   // the sweep has that problem already (under any name), nor twice for repeated pairs.

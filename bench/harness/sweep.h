@@ -16,8 +16,10 @@ struct SweepSpec {
   std::vector<int64_t> batches;                         // empty: each problem's own
   std::vector<DType> dtypes;                            // empty: each problem's own
   std::vector<Relu> relus;                              // empty: each problem's own
-  std::vector<int> threads = {1};                       // CPU kernels that are multithreaded
-  std::vector<std::string> backends, kernels;           // filters; no backend filter: all but ref
+  // empty: each problem's own; else each pass its op has (an LSTM: none of bwd_d, bwd_w)
+  std::vector<Pass> passes;
+  std::vector<int> threads = {1};              // CPU kernels that are multithreaded
+  std::vector<std::string> backends, kernels;  // filters; no backend filter: all but ref
   // Add, after each depthwise conv followed in its source by the pointwise 1x1 on its
   // output, the standard convolution that pair replaces (separable_standard()).
   bool separable_baseline = false;
@@ -45,7 +47,7 @@ struct Case {
   int threads = 1;
   bool cold = false;
   bool blocking = false;    // GPU: wait for the device by sleeping, not spinning
-  std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N
+  std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N (problem_name())
   std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
   CaseNotes notes;
 };

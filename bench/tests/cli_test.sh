@@ -32,6 +32,18 @@ expect() {
   fi
 }
 
+# count N PATTERN: the last command's stdout has exactly N lines matching PATTERN.
+count() {
+  local got
+  got=$(grep -cE -- "$2" "$tmp/out")
+  if [ "$got" = "$1" ]; then
+    passes=$((passes + 1))
+  else
+    failures=$((failures + 1))
+    echo "FAIL: $got lines match /$2/, expected $1"
+  fi
+}
+
 # Good input.
 expect 0 '^usage: layerbench' -- "$lb" help
 expect 0 'dense\.ref\.naive .*f32 tf32 f16 bf16 i8 f8' -- "$lb" list
@@ -46,6 +58,14 @@ expect 0 'check: 1 passed, 0 failed' -- "$lb" check --backend ref --problem "den
 expect 0 'check: [0-9]+ passed, 0 failed' -- "$lb" check --problem "dense mb=3 ic=5 oc=7 relu=fused" --seed 9
 expect 0 'check: 2 passed, 0 failed' -- "$lb" check --network lstm_lm --batch 2 --dtype f32,bf16 --kernel dense.ref.naive
 expect 0 'unsupported +lstm\.ref\.naive' -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dt=i8"
+# Passes (dir=): a case per pass, named for it; an LSTM's missing ones left out of --dir; a
+# pass no kernel computes yet is unsupported with its reason, not run as the forward.
+expect 0 '^dense\.ref\.naive/f32/mb4ic8oc8-dir_bwd_w/threads:1  unsupported: ref: dir=bwd_w not computed \(fwd only\)$' -- "$lb" run --problem "dense mb=4 ic=8 oc=8" --backend ref --dir training --list
+count 4 '^dense\.ref\.naive/'
+expect 0 '^lstm\.ref\.naive/f32/mb1t2ic3hc4l1-dir_train/threads:1 ' -- "$lb" run --problem "lstm mb=1 t=2 ic=3 hc=4" --backend ref --dir training --list
+count 2 '^lstm\.ref\.naive/'
+expect 0 'ref: dir=bwd_d not computed \(fwd only\)' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
+expect 0 'check: 0 passed, 0 failed, 0 mistrusted, 1 unsupported' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
 
 # Bad input: one line, exit 2, nothing on stdout.
 expect 2 'expected a command' -- "$lb"
@@ -58,6 +78,10 @@ expect 2 "unknown flag '--bacth'" -- "$lb" analyze alexnet --bacth 4
 expect 2 '--batch 0: expected an integer >= 1' -- "$lb" analyze alexnet --batch 0
 expect 2 "'conv3d': unknown op" -- "$lb" analyze "conv3d mb=1 ic=3"
 expect 2 'conv2d: kh=0: must be >= 1' -- "$lb" check --problem "conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=0 kw=3"
+expect 2 "lstm: dir=bwd_d: an LSTM's data and weight gradients come out of one pass back through time; use dir=bwd" -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dir=bwd_d"
+expect 2 'dense: dir=back: expected one of fwd fwd_train bwd_d bwd_w bwd train' -- "$lb" check --problem "dense mb=1 ic=3 oc=4 dir=back"
+expect 2 '--dir bwd_x: expected fwd, fwd_train, bwd_d, bwd_w, bwd, train, training or all' -- "$lb" run --dir bwd_x --list
+expect 2 'analyze: dir=bwd_w: the model is of the forward pass' -- "$lb" analyze "dense mb=1 ic=3 oc=4 dir=bwd_w"
 printf 'dense mb=1 ic=1 oc=1\n# fine so far\nconv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=3 kw=3 g=2\n' >"$tmp/bad.txt"
 expect 2 "bad\.txt:3: conv2d: g=2: must divide ic=3 and oc=4" -- "$lb" check --suite "$tmp/bad.txt"
 printf 'input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3\nfc dense oc=4\n' >"$tmp/net.txt"

@@ -105,6 +105,8 @@ const OpTraits& lstm_traits() {
                 .out_shape = [](const Problem& p, const Dims& in) -> Dims {
                   return {in[0], p.lstm().hc};
                 }},
+      .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train},
+      .no_pass = "an LSTM's data and weight gradients come out of one pass back through time; use dir=bwd",
   };
   return traits;
 }

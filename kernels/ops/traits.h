@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -75,6 +76,11 @@ struct OpTraits {
   std::vector<std::string_view> probes;
 
   LayerDerivation layer;
+
+  // The passes the op has (problem.h), and why not the others: "an LSTM's ... use dir=bwd",
+  // the error a problem line or --dir with another gets after "<op>: dir=<pass>: ".
+  std::vector<Pass> passes = {std::begin(kAllPasses), std::end(kAllPasses)};
+  std::string_view no_pass = {};
 };
 
 const OpTraits& traits(Op op);

@@ -29,6 +29,9 @@ TEST(Problem, CanonicalLinesRoundTrip) {
            "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=2 dh=2 g=1 dt=f16 relu=none",
            "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=2 dh=2 dw=1 g=8 dt=tf32 relu=none",
            "lstm mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none",
+           "dense mb=64 ic=4096 oc=4096 dt=f32 relu=inplace dir=bwd_w",
+           "conv2d mb=2 ic=8 ih=9 iw=9 oc=8 kh=3 kw=3 sh=1 ph=1 g=8 dt=bf16 relu=none dir=train name=dw1",
+           "lstm mb=2 t=3 ic=4 hc=5 l=1 dt=f32 relu=none dir=bwd",
        }) {
     const Problem p = parse_problem(line);
     EXPECT_EQ(print(p), line);
@@ -51,6 +54,35 @@ TEST(Problem, KeysInAnyOrderAndDefaults) {
   EXPECT_EQ(parse_problem("lstm mb=1 t=2 ic=3 hc=4").lstm().l, 1);
 }
 
+// dir= is benchdnn's pass; fwd, the default, is not printed, so forward lines (and the
+// case names and results files made from them) read as before; every other pass is.
+TEST(Problem, PassIsPrintedWhenNotTheForward) {
+  const Problem fwd = parse_problem("dense mb=2 ic=3 oc=4 dir=fwd");
+  EXPECT_EQ(fwd.pass, Pass::fwd);
+  EXPECT_EQ(print(fwd), "dense mb=2 ic=3 oc=4 dt=f32 relu=none");
+  EXPECT_EQ(fwd, parse_problem("dense mb=2 ic=3 oc=4"));
+  for (Pass pass : kAllPasses) {
+    const Problem p = with_pass(fwd, pass);
+    EXPECT_EQ(p.pass, pass);
+    EXPECT_EQ(parse_problem(print(p)), p) << print(p);
+    EXPECT_EQ(print(p).find(" dir=") != std::string::npos, pass != Pass::fwd) << print(p);
+    EXPECT_EQ(short_name(p), short_name(fwd));  // the pass goes into case names separately
+  }
+  EXPECT_NE(parse_problem("dense mb=2 ic=3 oc=4 dir=bwd_d"), fwd);
+  // An LSTM has no separate data or weight gradient: the problem line says so, with_pass too.
+  for (const char* pass : {"bwd_d", "bwd_w"}) {
+    const std::string line = std::string("lstm mb=1 t=2 ic=3 hc=4 dir=") + pass;
+    EXPECT_EQ(error_of(line), std::string("lstm: dir=") + pass +
+                                  ": an LSTM's data and weight gradients come out of one pass back through "
+                                  "time; use dir=bwd");
+  }
+  EXPECT_THROW(with_pass(parse_problem("lstm mb=1 t=2 ic=3 hc=4"), Pass::bwd_w), Error);
+  EXPECT_EQ(with_batch(parse_problem("conv2d mb=1 ic=4 ih=5 iw=5 oc=4 kh=3 kw=3 dir=bwd_d"), 7).pass,
+            Pass::bwd_d);
+  EXPECT_EQ(parse_pass("fwd_train"), Pass::fwd_train);
+  EXPECT_THROW(parse_pass("backward"), Error);
+}
+
 TEST(Problem, RandomProblemsRoundTrip) {
   std::mt19937 rng(7);
   auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -58,6 +90,7 @@ TEST(Problem, RandomProblemsRoundTrip) {
     Problem p;
     p.dt = kAllDTypes[pick(0, 5)];
     p.relu = kAllRelus[pick(0, 3)];
+    p.pass = kAllPasses[pick(0, 5)];
     if (pick(0, 1)) p.name = "layer_" + std::to_string(i);
     switch (pick(0, 2)) {
       case 0:
@@ -85,6 +118,7 @@ TEST(Problem, RandomProblemsRoundTrip) {
       default:
         p.shape = Lstm{pick(1, 64), pick(1, 50), pick(1, 300), pick(1, 300), pick(1, 3)};
     }
+    if (p.op() == Op::lstm && (p.pass == Pass::bwd_d || p.pass == Pass::bwd_w)) p.pass = Pass::bwd;
     const std::string line = print(p);
     ASSERT_EQ(parse_problem(line), p) << line;
     ASSERT_EQ(print(parse_problem(line)), line);

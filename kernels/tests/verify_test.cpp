@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/case_session.h"
 #include "kernels/common.h"
 #include "kernels/model.h"
+#include "kernels/ops/traits.h"
+#include "kernels/registry.h"
 
 namespace lb {
 namespace {
@@ -401,6 +404,38 @@ TEST(Registry, IdsAreCheckedAndTheRefBackendCoversEveryOp) {
   EXPECT_EQ(r.kernels()[0].backend(), "mine");
   for (Op op : kAllOps)
     EXPECT_EQ(oracle(op).op_name(), name(op));
+  // Passes: checked once against the op's (an LSTM has no bwd_d), none at all refused.
+  EXPECT_THROW(r.add({.id = "lstm.mine.v1", .passes = {Pass::fwd, Pass::bwd_d}}, make), Error);
+  EXPECT_THROW(r.add({.id = "dense.mine.none", .passes = {}}, make), Error);
+  r.add({.id = "lstm.mine.v2", .passes = {Pass::fwd, Pass::bwd}}, make);
+}
+
+// A problem of a pass the kernel does not compute is declined by the registry, naming the
+// pass and the kernel's (every kernel computes the forward only, until it says otherwise),
+// before the kernel itself is asked.
+TEST(Registry, APassTheKernelLacksIsDeclinedWithItsName) {
+  for (const KernelEntry& k : registry().kernels()) {
+    ASSERT_FALSE(k.info.passes.empty()) << k.info.id;
+    const std::string line = std::string(k.op_name()) == "lstm" ? "lstm mb=2 t=2 ic=8 hc=8"
+                             : std::string(k.op_name()) == "dense"
+                                 ? "dense mb=2 ic=8 oc=8"
+                                 : "conv2d mb=1 ic=8 ih=6 iw=6 oc=8 kh=3 kw=3 ph=1";
+    for (Pass pass : kAllPasses) {
+      const Problem p = parse_problem(line);
+      if (std::find(traits(p.op()).passes.begin(), traits(p.op()).passes.end(), pass) ==
+          traits(p.op()).passes.end())
+        continue;
+      const std::string why = k.supports(with_pass(p, pass));
+      const bool computes =
+          std::find(k.info.passes.begin(), k.info.passes.end(), pass) != k.info.passes.end();
+      if (!computes)
+        EXPECT_EQ(why.find(std::string(k.backend()) + ": dir=" + std::string(name(pass)) + " not computed ("),
+                  0u)
+            << k.info.id << ": " << why;
+      else
+        EXPECT_EQ(why.find("not computed"), std::string::npos) << k.info.id << ": " << why;
+    }
+  }
 }
 
 }  // namespace
