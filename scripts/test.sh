@@ -12,7 +12,8 @@
 #   scripts/test.sh -L unit                  extra arguments go to the main build's ctest
 #   scripts/test.sh --no-sanitize --no-fuzz  skips those stages; LB_QUICK=1 skips both
 # LB_BUILD_DIR picks the main build folder (default: build); LB_CMAKE_ARGS adds configure
-# options to it. LB_FUZZ_SECONDS changes the fuzzing time (default 60, split evenly).
+# options to it. LB_FUZZ_SECONDS changes the fuzzing time (default 60, split evenly over
+# the targets, which run as many at a time as there are cores).
 # Exit status: non-zero if any stage failed; every stage runs even when one before failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,28 +85,43 @@ if [ $sanitize = 1 ]; then
 fi
 
 if [ $fuzz = 1 ]; then
-  echo "== fuzz: fuzz targets in build-fuzz/, ${LB_FUZZ_SECONDS:-60} s in all"
+  echo "== fuzz: fuzz targets in build-fuzz/, ${LB_FUZZ_SECONDS:-60} s of fuzzing in all, $(nproc) at a time"
   t=$(date +%s)
   targets=(problem suite network supports)
   seconds=$((${LB_FUZZ_SECONDS:-60} / ${#targets[@]}))
+  # fuzz_one TARGET: its verdict, the lines to print, in $tmp/TARGET.verdict; 1 on a finding.
+  fuzz_one() {
+    local target=$1 finding
+    cp -r "kernels/tests/fuzz/corpus/$target" "$tmp/$target"
+    # A finding (crash, sanitizer report, leak, exception, hang over 10 s, more than
+    # 2 GB) stops the target and leaves the input in build-fuzz/findings/.
+    if build-fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -dict=kernels/tests/fuzz/parsers.dict -artifact_prefix="build-fuzz/findings/$target-" \
+      "$tmp/$target" >"$tmp/$target.log" 2>&1; then
+      echo "fuzz_$target: $(grep -E '^Done [0-9]+ runs' "$tmp/$target.log" || echo 'ran'), no findings" >"$tmp/$target.verdict"
+    else
+      finding=$(sed -n 's/.*Test unit written to //p' "$tmp/$target.log" | tail -n 1)
+      {
+        echo "fuzz_$target: FAILED"
+        tail -n 40 "$tmp/$target.log"
+        echo "fuzz_$target: reproduce with build-fuzz/fuzz_$target ${finding:-build-fuzz/findings/$target-*}"
+      } >"$tmp/$target.verdict"
+      return 1
+    fi
+  }
   if LB_SOURCE_DIR=kernels/tests/fuzz lb_configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ &&
     lb_build build-fuzz; then
     mkdir -p build-fuzz/findings
+    # Each target is one process on one core: as many at a time as there are cores.
     for target in "${targets[@]}"; do
-      cp -r "kernels/tests/fuzz/corpus/$target" "$tmp/$target"
-      # A finding (crash, sanitizer report, leak, exception, hang over 10 s, more than
-      # 2 GB) stops the target and leaves the input in build-fuzz/findings/.
-      if build-fuzz/fuzz_"$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-        -dict=kernels/tests/fuzz/parsers.dict -artifact_prefix="build-fuzz/findings/$target-" \
-        "$tmp/$target" >"$tmp/$target.log" 2>&1; then
-        echo "fuzz_$target: $(grep -E '^Done [0-9]+ runs' "$tmp/$target.log" || echo 'ran'), no findings"
-      else
-        echo "fuzz_$target: FAILED"
-        tail -n 40 "$tmp/$target.log"
-        finding=$(sed -n 's/.*Test unit written to //p' "$tmp/$target.log" | tail -n 1)
-        echo "fuzz_$target: reproduce with build-fuzz/fuzz_$target ${finding:-build-fuzz/findings/$target-*}"
-        status=1
-      fi
+      while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n || true; done
+      fuzz_one "$target" &
+    done
+    wait || true
+    for target in "${targets[@]}"; do
+      cat "$tmp/$target.verdict" 2>/dev/null || echo "fuzz_$target: FAILED (no verdict)"
+      grep -q ': FAILED' "$tmp/$target.verdict" 2>/dev/null && status=1
+      [ -f "$tmp/$target.verdict" ] || status=1
     done
   else
     echo "fuzz: FAILED to build"

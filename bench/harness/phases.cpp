@@ -49,6 +49,8 @@ const char* name(Phase p) {
       return "verification";
     case Phase::timed:
       return "timed loops";
+    case Phase::probes:
+      return "probes";
     case Phase::writing:
       return "writing";
     case Phase::count:

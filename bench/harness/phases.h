@@ -13,7 +13,9 @@
 
 namespace lb::bench {
 
-enum class Phase { peaks, warm_up, set_up, verify, timed, writing, count };
+// probes: what surrounds each timed loop (the CPU sampler's thread and the scheduler's
+// per-thread times, the resident-memory high-water mark, the device probe, the counters).
+enum class Phase { peaks, warm_up, set_up, verify, timed, probes, writing, count };
 inline constexpr int kPhases = int(Phase::count);
 const char* name(Phase p);
 

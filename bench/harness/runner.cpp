@@ -387,6 +387,7 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   state.SetLabel(print(c.problem));
   if (!p.error.empty()) return skip(state, c, p.error.c_str());
 
+  std::optional<PhaseScope> probing(Phase::probes);
   CpuSampler sampler;
   reset_rss_peak();
   a.probe->begin_timed();
@@ -418,6 +419,7 @@ void run_case(benchmark::State& state, Case& c, const RunOptions& o) {
   c.notes.max_bytes_used =
       std::max(c.notes.max_bytes_used, peak);  // Google Benchmark's field, over every call
   count_repetition(state, c, t.device, o.repetitions);
+  probing.reset();
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # Where the time went, by phase: every phase there, none negative, "other" the rest of
     # a total that the process's own run time (measured here, around it) bounds.
     phases = json.loads(ctx.get("layerbench_phases", "{}"))
-    names = ("peaks", "warm-up", "set-up", "verification", "timed loops", "writing", "other", "total")
+    names = ("peaks", "warm-up", "set-up", "verification", "timed loops", "probes", "writing", "other", "total")
     check(set(phases) == set(names), f"layerbench_phases: {sorted(phases)}")
     if set(phases) == set(names):
         walls = {k: phases[k]["wall_s"] for k in names}
