@@ -128,8 +128,7 @@ class Reporter : public benchmark::BenchmarkReporter {
   Json context_;
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
   benchmark::JSONReporter json_;  // Google Benchmark's own serialisation of each run
-  std::ostringstream json_text_;
-  size_t consumed_ = 0;
+  std::ostringstream json_text_;  // what json_ wrote since the last call read it
 };
 
 // lb_kernel, lb_backend, lb_device, lb_op, lb_type, lb_dtype, lb_relu, lb_problem, lb_layer,
