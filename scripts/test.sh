@@ -66,10 +66,11 @@ times+=("main $(elapsed "$t") s")
 if [ $sanitize = 1 ]; then
   echo "== sanitize: ASan + UBSan build in build-asan/, ctest -L unit"
   t=$(date +%s)
-  # The preset asan (CMakePresets.json): RelWithDebInfo, optimised like the real thing, with
-  # line numbers in every report; -g1 (line tables, inlined frames included) names the same
-  # frames and lines as -g, and compiles the harness a third faster (bench/harness/results.cpp:
-  # 44 s against 70 s). Leak checking is on (LeakSanitizer works here; where ptrace is forbidden it cannot
+  # The preset asan (CMakePresets.json): -O1, as AddressSanitizer's own documentation advises
+  # (a third less compiling than -O2: conv2d_depthwise.cpp 19.5 s against 29 s on the Zen 5
+  # VM), with line numbers in every report; -g1 (line tables, inlined frames included) names
+  # the same frames and lines as -g, and compiles the harness a third faster than -g
+  # (bench/harness/results.cpp: 44 s against 70 s). Leak checking is on (LeakSanitizer works here; where ptrace is forbidden it cannot
   # stop the threads and says so: ASAN_OPTIONS=detect_leaks=0 then turns it off).
   if lb_configure build-asan --preset=asan && lb_build build-asan &&
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1:strict_init_order=1} \

@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bundle/bin" "$tmp/bundle/lib" "$tmp/work"
 ln -s "$build/bench/layerbench" "$build"/cuda/lb_* "$tmp/bundle/bin/"
 out=$tmp/out
-budget=90
+budget=60
 
 t0=$(date +%s)
 TMPDIR=$tmp/work LB_GPU_BUNDLE=$tmp/bundle "$repo/scripts/gpu-check.sh" "$out" --dry-run --budget $budget \
