@@ -87,10 +87,17 @@ std::string_view name(Pass pass) {
   return "?";
 }
 
+std::string pass_names() {
+  std::string out;
+  for (Pass pass : kAllPasses)
+    out += (out.empty() ? "" : " ") + std::string(name(pass));
+  return out;
+}
+
 Pass parse_pass(std::string_view token) {
   for (Pass pass : kAllPasses)
     if (name(pass) == token) return pass;
-  throw Error("dir '" + std::string(token) + "': expected one of fwd fwd_train bwd_d bwd_w bwd train");
+  throw Error("dir '" + std::string(token) + "': expected one of " + pass_names());
 }
 
 Problem with_pass(Problem p, Pass pass) {
@@ -139,8 +146,8 @@ Problem parse_problem(std::string_view line) {
   if (auto it = kv.find("dir"); it != kv.end()) {
     try {
       pass = parse_pass(it->second);
-    } catch (const Error& e) {
-      throw Error(op_token + ": dir=" + it->second + ": expected one of fwd fwd_train bwd_d bwd_w bwd train");
+    } catch (const Error&) {
+      throw Error(op_token + ": dir=" + it->second + ": expected one of " + pass_names());
     }
     kv.erase(it);
   }

@@ -51,6 +51,8 @@ inline constexpr Pass kAllPasses[] = {Pass::fwd,   Pass::fwd_train, Pass::bwd_d,
 // --dir training: the passes of a training step measured one by one, and the whole step.
 inline constexpr Pass kTrainingPasses[] = {Pass::fwd_train, Pass::bwd_d, Pass::bwd_w, Pass::train};
 std::string_view name(Pass pass);
+// "fwd fwd_train bwd_d bwd_w bwd train": kAllPasses' names, for the errors that list them.
+std::string pass_names();
 Pass parse_pass(std::string_view token);
 
 struct Problem {

@@ -117,7 +117,7 @@ bench::SweepSpec sweep_spec(const Args& a) {
       try {
         return parse_pass(s);
       } catch (const Error&) {
-        throw Error("--dir " + s + ": expected fwd, fwd_train, bwd_d, bwd_w, bwd, train, training or all");
+        throw Error("--dir " + s + ": expected " + pass_names() + ", training or all");
       }
     });
   spec.backends = list_of<std::string>(a, "backend", as_is);

@@ -80,7 +80,7 @@ expect 2 "'conv3d': unknown op" -- "$lb" analyze "conv3d mb=1 ic=3"
 expect 2 'conv2d: kh=0: must be >= 1' -- "$lb" check --problem "conv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=0 kw=3"
 expect 2 "lstm: dir=bwd_d: an LSTM's data and weight gradients come out of one pass back through time; use dir=bwd" -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dir=bwd_d"
 expect 2 'dense: dir=back: expected one of fwd fwd_train bwd_d bwd_w bwd train' -- "$lb" check --problem "dense mb=1 ic=3 oc=4 dir=back"
-expect 2 '--dir bwd_x: expected fwd, fwd_train, bwd_d, bwd_w, bwd, train, training or all' -- "$lb" run --dir bwd_x --list
+expect 2 '--dir bwd_x: expected fwd fwd_train bwd_d bwd_w bwd train, training or all' -- "$lb" run --dir bwd_x --list
 expect 2 'analyze: dir=bwd_w: the model is of the forward pass' -- "$lb" analyze "dense mb=1 ic=3 oc=4 dir=bwd_w"
 printf 'dense mb=1 ic=1 oc=1\n# fine so far\nconv2d mb=1 ic=3 ih=8 iw=8 oc=4 kh=3 kw=3 g=2\n' >"$tmp/bad.txt"
 expect 2 "bad\.txt:3: conv2d: g=2: must divide ic=3 and oc=4" -- "$lb" check --suite "$tmp/bad.txt"
