@@ -1,5 +1,6 @@
 #include "kernels/case_session.h"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -25,7 +26,8 @@ KeptInputs& kept_inputs() {
 
 std::string inputs_key(const Problem& p, uint64_t seed) {
   Problem inputs_only = p;
-  inputs_only.relu = Relu::none;
+  // A forward's inputs do not depend on its ReLU mode; a backward pass's do (pass_args).
+  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train) inputs_only.relu = Relu::none;
   return print(inputs_only) + " seed=" + std::to_string(seed);
 }
 
@@ -43,10 +45,9 @@ CaseSession::~CaseSession() {
   if (lend_key_.empty()) return;
   // Lent on only as they were filled: a kernel that wrote into its inputs (during the
   // timed runs, after verification looked) would otherwise fail the next, innocent case.
-  const Op op = problem_.op();
-  if (input_digests(ts_, op) != digests_) return;
+  if (input_digests(ts_, problem_) != digests_) return;
   KeptInputs k{lend_key_, {}, digests_, 0};
-  for (Arg a : input_args(op)) {
+  for (Arg a : input_args(problem_)) {
     k.bytes += ts_.at(a).bytes();
     k.inputs.set(a, std::move(ts_.at(a)));
   }
@@ -54,6 +55,7 @@ CaseSession::~CaseSession() {
 }
 
 void CaseSession::allocate(uint64_t seed) {
+  seed_ = seed;
   keep_inputs_only_for(problem_, seed);
   lend_key_ = inputs_key(problem_, seed);
   KeptInputs& k = kept_inputs();
@@ -66,22 +68,32 @@ void CaseSession::allocate(uint64_t seed) {
   } else {
     ts_ = make_tensors(problem_);
     fill_inputs(ts_, problem_, seed);
-    digests_ = input_digests(ts_, problem_.op());
+    digests_ = input_digests(ts_, problem_);
   }
+  poison_outputs();
+}
+
+void CaseSession::poison_outputs() {
+  // An input written in place keeps its values: the kernel reads them first.
+  const std::vector<Arg> inputs = input_args(problem_);
   for (Arg a : output_args(problem_))
-    poison(ts_.at(a));
+    if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) poison(ts_.at(a));
 }
 
 void CaseSession::adopt_inputs(TensorSet inputs) {
   ts_ = std::move(inputs);
   add_output_tensors(problem_, ts_);
-  digests_ = input_digests(ts_, problem_.op());
-  for (Arg a : output_args(problem_))
-    poison(ts_.at(a));
+  digests_ = input_digests(ts_, problem_);
+  poison_outputs();
 }
 
 void CaseSession::prepare() {
+  prepare([](Kernel&) {});
+}
+
+void CaseSession::prepare(const std::function<void(Kernel&)>& configure) {
   kernel_ = entry_.make();
+  configure(*kernel_);
   kernel_->prepare(problem_, ts_, ctx_);
   rounds_before_bias_ = kernel_->rounds_before_bias();
 }
@@ -95,7 +107,17 @@ void CaseSession::finish() {
 }
 
 Verdict CaseSession::verify(int64_t max_reference_macs) const {
-  return verify_outputs(problem_, ts_, digests_, max_reference_macs, rounds_before_bias_);
+  // An input the pass writes in place is made again, from the seed, for the reference.
+  TensorSet originals;
+  const std::vector<Arg> inputs = input_args(problem_);
+  for (Arg a : output_args(problem_))
+    if (std::find(inputs.begin(), inputs.end(), a) != inputs.end()) {
+      if (!seed_) throw Error(std::string(name(a)) + " is written in place, and these inputs have no seed");
+      Tensor t(ts_.at(a).storage(), ts_.at(a).dims(), ts_.at(a).scale());
+      fill_input(t, problem_, a, *seed_);
+      originals.set(a, std::move(t));
+    }
+  return verify_outputs(problem_, ts_, digests_, max_reference_macs, rounds_before_bias_, &originals);
 }
 
 void CaseSession::release() {
@@ -108,7 +130,7 @@ void CaseSession::make_input_copies(int copies) {
   next_copy_ = 0;
   for (int i = 0; i < copies; ++i) {
     TensorSet set;
-    for (Arg a : input_args(problem_.op()))
+    for (Arg a : input_args(problem_))
       set.set(a, ts_.at(a).clone());
     copies_.push_back(std::move(set));
   }
@@ -119,7 +141,7 @@ void CaseSession::rotate_inputs() {
   // Swapping keeps every buffer's values (all copies are equal); the set swapped in is
   // the one that has waited longest since it was last read.
   TensorSet& next = copies_[next_copy_];
-  for (Arg a : input_args(problem_.op()))
+  for (Arg a : input_args(problem_))
     std::swap(ts_.at(a), next.at(a));
   next_copy_ = (next_copy_ + 1) % copies_.size();
 }

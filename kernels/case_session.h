@@ -24,7 +24,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,8 +49,11 @@ class CaseSession {
   // case's inputs); outputs are allocated and poisoned.
   void adopt_inputs(TensorSet inputs);
   void prepare();  // makes the kernel and prepares it (untimed)
-  void run();      // the timed work
-  void finish();   // untimed: outputs visible in tensors()
+  // The same, with `configure` called on the kernel between making and preparing it (the
+  // reference's only_rows()).
+  void prepare(const std::function<void(Kernel&)>& configure);
+  void run();     // the timed work
+  void finish();  // untimed: outputs visible in tensors()
   // The verdict on the outputs of the last run (verify_outputs in kernels/verify.h).
   Verdict verify(int64_t max_reference_macs = kDefaultReferenceMacs) const;
   void release();  // the kernel's release(); tensors stay until the session ends
@@ -78,8 +83,11 @@ class CaseSession {
   bool rounds_before_bias_ = false;  // the prepared kernel's word, kept for verify() after release()
   std::vector<TensorSet> copies_;
   size_t next_copy_ = 0;
-  std::string lend_key_;  // the inputs' problem and seed, if they may be lent on; else ""
+  std::string lend_key_;          // the inputs' problem and seed, if they may be lent on; else ""
+  std::optional<uint64_t> seed_;  // allocate()'s; none for adopted inputs
   size_t reused_input_bytes_ = 0;
+
+  void poison_outputs();
 };
 
 // Drops inputs kept from an earlier session unless they are those of `p` and `seed`:

@@ -122,7 +122,7 @@ size_t host_available_bytes(const std::string& root) {
 
 std::string check_host_memory(const Problem& p) {
   const Model m = model(p);
-  const double needed = m.inference_bytes + m.param_bytes + m.src_bytes;
+  const double needed = m.tensor_bytes + m.param_bytes + m.src_bytes;
   const double available = double(host_available_bytes());
   if (available > 0 && needed > available)
     return "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";

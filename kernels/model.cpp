@@ -26,13 +26,17 @@ Model model(const Problem& p) {
       m.src_bytes += bytes(a.arg, double(n));
     }
   }
-  m.macs = op.macs(p);
-  m.macs_on_input = op.macs_on_input ? op.macs_on_input(p) : m.macs;
+  // A backward pass computes each product of the forward once per gradient (pass_macs).
+  m.macs = pass_macs(p);
+  const int64_t forward_macs = op.macs(p);
+  m.macs_on_input = (op.macs_on_input ? op.macs_on_input(p) : forward_macs) * (m.macs / forward_macs);
   const double out = double(elements(output_dims(p)));
   m.dst_bytes = bytes(Arg::dst, out);
   m.relu_bytes = p.relu == Relu::separate ? bytes(Arg::relu_dst, out) : 0.0;
   m.flops = 2.0 * double(m.macs_on_input);
-  m.min_bytes = m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;
+  for (const PassArg& a : pass_args(p))
+    m.tensor_bytes += bytes(a.spec.arg, double(elements(a.spec.dims(p))));
+  m.min_bytes = m.tensor_bytes;
   m.intensity = m.flops / m.min_bytes;
   m.inference_bytes = m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;
   m.training_bytes = 2.0 * m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;

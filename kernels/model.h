@@ -11,7 +11,8 @@
 // which are over the padding; MobileNet's 7×7 layers 18 %). Bytes use each argument's storage
 // (storage_of). Parameters are an op's inputs without a batch axis, its input
 // activations the batched ones (the arguments its OpTraits declare); the MACs are the
-// op's own (kernels/ops/). Memory:
+// op's own (kernels/ops/), times the products a backward pass computes per forward
+// product (pass_macs: bwd 2×, train 3×). Memory:
 //   inference = parameters + input + output (+ the second buffer of a separate ReLU);
 //   training  = parameters + their gradients + the input kept for the backward pass
 //               + output (+ separate ReLU output; an in-place ReLU needs none, since
@@ -34,7 +35,8 @@ struct Model {
   int64_t macs = 0;           // every product, as the papers count (a convolution's padding too)
   int64_t macs_on_input = 0;  // those whose input element is inside the input (OpTraits)
   double flops = 0;           // 2·macs_on_input: what rates, % of peak and intensity count
-  double min_bytes = 0;       // every input read once, every output written once
+  double tensor_bytes = 0;    // the pass's tensors (pass_args: a backward pass's gradients too)
+  double min_bytes = 0;       // every input read once, every output written once: tensor_bytes
   double intensity = 0;       // FLOPs per byte of min_bytes
   double inference_bytes = 0;
   double training_bytes = 0;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "kernels/common.h"
 #include "kernels/ops/traits.h"
@@ -100,11 +101,61 @@ std::string_view name(Arg a) {
       return "dst";
     case Arg::relu_dst:
       return "relu_dst";
+    case Arg::diff_src:
+      return "diff_src";
+    case Arg::diff_wei:
+      return "diff_wei";
+    case Arg::diff_bias:
+      return "diff_bias";
+    case Arg::diff_wei_iter:
+      return "diff_wei_iter";
+    case Arg::diff_src_iter:
+      return "diff_src_iter";
+    case Arg::diff_src_iter_c:
+      return "diff_src_iter_c";
+    case Arg::diff_dst:
+      return "diff_dst";
+    case Arg::diff_relu_dst:
+      return "diff_relu_dst";
   }
   return "?";
 }
 
+namespace {
+
+// Each primal argument and its gradient.
+constexpr std::pair<Arg, Arg> kDiffs[] = {
+    {Arg::src, Arg::diff_src},           {Arg::wei, Arg::diff_wei},
+    {Arg::bias, Arg::diff_bias},         {Arg::wei_iter, Arg::diff_wei_iter},
+    {Arg::src_iter, Arg::diff_src_iter}, {Arg::src_iter_c, Arg::diff_src_iter_c},
+    {Arg::dst, Arg::diff_dst},           {Arg::relu_dst, Arg::diff_relu_dst},
+};
+
+}  // namespace
+
+Arg diff_of(Arg primal) {
+  for (auto [p, d] : kDiffs)
+    if (p == primal) return d;
+  throw Error(std::string(name(primal)) + " is a gradient; it has none");
+}
+
+Arg primal_of(Arg diff) {
+  for (auto [p, d] : kDiffs)
+    if (d == diff) return p;
+  throw Error(std::string(name(diff)) + " is not a gradient");
+}
+
+bool is_diff(Arg a) {
+  return int(a) >= int(Arg::diff_src);
+}
+
 Storage storage_of(DType dt, Arg a) {
+  // A gradient is stored as its primal; integer and f8 problems have no training passes,
+  // and their gradients (should a kernel be asked) would be f32.
+  if (is_diff(a)) {
+    if (dt == DType::i8 || dt == DType::f8) return Storage::f32;
+    return storage_of(dt, primal_of(a));
+  }
   // Bias and the LSTM cell state stay f32 in every dtype, as oneDNN keeps them (cuBLASLt and
   // cuDNN take them in a narrower type: value_grid()).
   if (a == Arg::bias || a == Arg::src_iter_c) return Storage::f32;
@@ -248,16 +299,18 @@ size_t TensorSet::bytes() const {
   return total;
 }
 
-std::vector<Arg> input_args(Op op) {
+std::vector<Arg> input_args(const Problem& p) {
   std::vector<Arg> args;
-  for (const ArgSpec& a : traits(op).inputs)
-    args.push_back(a.arg);
+  for (const PassArg& a : pass_args(p))
+    if (a.read) args.push_back(a.spec.arg);
   return args;
 }
 
 std::vector<Arg> output_args(const Problem& p) {
-  if (p.relu == Relu::separate) return {Arg::dst, Arg::relu_dst};
-  return {Arg::dst};
+  std::vector<Arg> args;
+  for (const PassArg& a : pass_args(p))
+    if (a.written) args.push_back(a.spec.arg);
+  return args;
 }
 
 namespace {
@@ -272,45 +325,60 @@ void add_tensor(const Problem& p, Arg arg, std::vector<int64_t> dims, TensorSet&
 
 TensorSet make_tensors(const Problem& p) {
   TensorSet ts;
-  for (const ArgSpec& a : traits(p.op()).inputs)
-    add_tensor(p, a.arg, a.dims(p), ts);
-  add_output_tensors(p, ts);
+  for (const PassArg& a : pass_args(p))
+    add_tensor(p, a.spec.arg, a.spec.dims(p), ts);
   return ts;
 }
 
 void add_output_tensors(const Problem& p, TensorSet& ts) {
-  for (Arg a : output_args(p))
-    add_tensor(p, a, output_dims(p), ts);
+  for (const PassArg& a : pass_args(p))
+    if (!a.read) add_tensor(p, a.spec.arg, a.spec.dims(p), ts);
 }
 
-void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
-  for (const ArgSpec& spec : traits(p.op()).inputs) {
-    Tensor& t = ts.at(spec.arg);
-    Rng rng{seed * 0x100000001b3ull + uint64_t(spec.arg) * 0x9e3779b97f4a7c15ull};
-    const double amplitude = spec.amplitude ? spec.amplitude(p) : 1.0;
-    switch (t.storage()) {
-      case Storage::u8:
+namespace {
+
+void fill(Tensor& t, const Problem& p, const PassArg& a, uint64_t seed) {
+  const ArgSpec& spec = a.spec;
+  Rng rng{seed * 0x100000001b3ull + uint64_t(spec.arg) * 0x9e3779b97f4a7c15ull};
+  const double amplitude = spec.amplitude ? spec.amplitude(p) : 1.0;
+  switch (t.storage()) {
+    case Storage::u8:
+      for (int64_t i = 0; i < t.elements(); ++i)
+        t.as<uint8_t>()[i] = uint8_t(rng.integer(i, 0, 31));
+      break;
+    case Storage::s8:
+      for (int64_t i = 0; i < t.elements(); ++i)
+        t.as<int8_t>()[i] = int8_t(rng.integer(i, -31, 31));
+      break;
+    case Storage::f32: {  // as store() would, without its switch per element
+      float* out = t.as<float>();
+      for (int64_t i = 0; i < t.elements(); ++i)
+        out[i] = float(amplitude * rng.uniform(i));
+      if (const Storage grid = value_grid(p.dt, spec.arg); grid != Storage::f32)
         for (int64_t i = 0; i < t.elements(); ++i)
-          t.as<uint8_t>()[i] = uint8_t(rng.integer(i, 0, 31));
-        break;
-      case Storage::s8:
-        for (int64_t i = 0; i < t.elements(); ++i)
-          t.as<int8_t>()[i] = int8_t(rng.integer(i, -31, 31));
-        break;
-      case Storage::f32: {  // as store() would, without its switch per element
-        float* out = t.as<float>();
-        for (int64_t i = 0; i < t.elements(); ++i)
-          out[i] = float(amplitude * rng.uniform(i));
-        if (const Storage grid = value_grid(p.dt, spec.arg); grid != Storage::f32)
-          for (int64_t i = 0; i < t.elements(); ++i)
-            out[i] = round_to(grid, out[i]);
-        break;
-      }
-      default:
-        for (int64_t i = 0; i < t.elements(); ++i)
-          t.store(i, amplitude * rng.uniform(i));
+          out[i] = round_to(grid, out[i]);
+      break;
     }
+    default:
+      for (int64_t i = 0; i < t.elements(); ++i)
+        t.store(i, amplitude * rng.uniform(i));
   }
+  if (a.relu_output)  // what a ReLU leaves: exact zeros where its input was negative
+    for (int64_t i = 0; i < t.elements(); ++i)
+      if (t.load(i) < 0) t.store(i, 0.0);
+}
+
+}  // namespace
+
+void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed) {
+  for (const PassArg& a : pass_args(p))
+    if (a.read) fill(ts.at(a.spec.arg), p, a, seed);
+}
+
+void fill_input(Tensor& t, const Problem& p, Arg arg, uint64_t seed) {
+  for (const PassArg& a : pass_args(p))
+    if (a.read && a.spec.arg == arg) return fill(t, p, a, seed);
+  throw Error(std::string(name(arg)) + " is not an input of " + print(p));
 }
 
 uint64_t digest(const Tensor& t) {
@@ -336,9 +404,9 @@ uint64_t digest(const Tensor& t) {
   return h;
 }
 
-InputDigests input_digests(const TensorSet& ts, Op op) {
+InputDigests input_digests(const TensorSet& ts, const Problem& p) {
   InputDigests d{};
-  for (Arg a : input_args(op))
+  for (Arg a : input_args(p))
     d[int(a)] = digest(ts.at(a));
   return d;
 }

@@ -27,9 +27,25 @@ enum class Arg {
   src_iter_c,  // LSTM c0
   dst,         // y, the layer output (after ReLU for relu=inplace/fused)
   relu_dst,    // r = max(y, 0), relu=separate only
+  // The gradients of the backward passes (Pass, problem.h), each with its primal's dims:
+  // diff_dst is dL/dy, given (under relu=separate the gradient of y that the ReLU's
+  // backward writes from diff_relu_dst = dL/dr); the others are what the backward computes.
+  diff_src,
+  diff_wei,
+  diff_bias,
+  diff_wei_iter,
+  diff_src_iter,
+  diff_src_iter_c,
+  diff_dst,
+  diff_relu_dst,
 };
-inline constexpr int kNumArgs = 8;
+inline constexpr int kNumArgs = 16;
 std::string_view name(Arg a);
+// The gradient of a primal argument (src -> diff_src), and back; a primal has no primal,
+// a gradient no gradient (both throw lb::Error).
+Arg diff_of(Arg primal);
+Arg primal_of(Arg diff);
+bool is_diff(Arg a);
 
 Storage storage_of(DType dt, Arg a);
 // The grid an input's values are drawn on (fill_inputs): its storage's, but for the f32
@@ -97,10 +113,11 @@ class TensorSet {
   std::array<std::optional<Tensor>, kNumArgs> slots_;
 };
 
-// The inputs of an op (what fill() writes) and the outputs of a problem (what a
-// kernel must write and verification compares). Each op's arguments, their dims and
-// batch axes: its OpTraits (kernels/ops/).
-std::vector<Arg> input_args(Op op);
+// The inputs of a problem (what fill() writes) and its outputs (what a kernel must write
+// and verification compares), for its op, pass and ReLU mode: pass_args() in
+// kernels/ops/traits.h, from each op's arguments (its OpTraits). An argument both read and
+// written in place (diff_dst under relu=inplace in a backward pass) is in both lists.
+std::vector<Arg> input_args(const Problem& p);
 std::vector<Arg> output_args(const Problem& p);
 
 // Allocates every argument of `p`, uninitialised.
@@ -110,15 +127,18 @@ void add_output_tensors(const Problem& p, TensorSet& ts);
 
 // Seeded, never-zero random inputs: floats uniform in [-1, 1) times the amplitude the
 // op's traits give each input (LSTM weights: 1/sqrt(fan-in), so gates do not saturate),
-// integers small enough that int32 accumulation is exact. The same seed gives the same
-// values on every machine.
+// integers small enough that int32 accumulation is exact; a forward output read by a
+// backward pass after a ReLU is max(u, 0), as a ReLU leaves it (about half exact zeros).
+// The same seed gives the same values on every machine, and each argument's values
+// depend on the seed and the argument alone (fill_input() makes one again).
 void fill_inputs(TensorSet& ts, const Problem& p, uint64_t seed);
+void fill_input(Tensor& t, const Problem& p, Arg a, uint64_t seed);
 
 // A 64-bit digest of a tensor's bytes (fast: four lanes of 8 bytes), to tell later whether a
 // kernel changed its inputs without keeping a copy of them.
 uint64_t digest(const Tensor& t);
 using InputDigests = std::array<uint64_t, kNumArgs>;  // indexed by Arg; 0 where absent
-InputDigests input_digests(const TensorSet& ts, Op op);
+InputDigests input_digests(const TensorSet& ts, const Problem& p);
 
 // Writes a NaN pattern no kernel produces (0xa5 bytes for integer storages) over t.
 void poison(Tensor& t);

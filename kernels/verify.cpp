@@ -1,6 +1,7 @@
 #include "kernels/verify.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -34,11 +35,7 @@ std::string_view name(Status s) {
   return "?";
 }
 
-int64_t accumulation_length(const Problem& p) {
-  return traits(p.op()).accumulation_length(p);
-}
-
-Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias) {
+Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias, Arg arg) {
   // Per unit of magnitude, as relative rounding units:
   //  - inputs rounded once more inside the kernel (tf32 reads f32 with 10 mantissa bits;
   //    x and w both, hence twice); inputs stored in a narrow format are exact values for
@@ -52,8 +49,9 @@ Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias
   const double u_acc = p.dt == DType::f8 ? 0x1p-13 : 0x1p-24;
   // The LSTM's length counts its steps and layers, which carry errors on; its reference
   // carries them itself (kernels/ref/lstm.cpp), so here it is one gate's dot product.
-  const double k = p.op() == Op::lstm ? double(accumulation_length(p) / (p.lstm().t * p.lstm().l))
-                                      : double(accumulation_length(p));
+  const int64_t length = accumulation_length(p, arg);
+  const bool lstm_output = p.op() == Op::lstm && (arg == Arg::dst || arg == Arg::relu_dst);
+  const double k = lstm_output ? double(length / (p.lstm().t * p.lstm().l)) : double(length);
   Allowance a;
   a.per_magnitude = 10.0 * (2.0 * u_in + u_acc * std::sqrt(k));
   // A sum rounded to the output's storage before the bias is added: |fl(s) - s| <= u·|s|,
@@ -108,14 +106,13 @@ namespace {
 // compare() once the output is known written and finite. `clip`: the reference's values
 // are pre-ReLU and the output is after it, so max(value, 0) is expected (exactly what the
 // reference writes: rounding is monotonic and keeps 0).
-Verdict compare_values(const Problem& p, std::string_view what, const Tensor& got, const Expected& expect,
-                       bool clip, bool rounds_before_bias) {
+Verdict compare_values(std::string_view what, const Tensor& got, const Expected& expect, bool clip,
+                       const Allowance& allowed) {
   Verdict v;
   const int64_t n = int64_t(expect.value.size());
   auto expected = [&expect, clip](int64_t i) {
     return clip ? std::max(expect.value[i], 0.0) : expect.value[i];
   };
-  const Allowance allowed = allowance(p, got, rounds_before_bias);
   // One pass through blocks of values converted once (outputs reach gigabytes).
   constexpr int64_t kBlock = 4096;
   std::vector<double> g(kBlock);
@@ -175,40 +172,64 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
     v.reason = why;
     return v;
   }
-  return compare_values(p, what, got, expect, false, false);
+  return compare_values(what, got, expect, false, allowance(p, got));
 }
 
 namespace {
 
-// The axis of an argument that indexes the batch, or -1 for weights and biases.
-int batch_axis(Op op, Arg a) {
-  const OpTraits& t = traits(op);
-  if (a == Arg::dst || a == Arg::relu_dst) return t.output.batch_axis;
-  for (const ArgSpec& spec : t.inputs)
-    if (spec.arg == a) return spec.batch_axis;
-  return -1;
+// The axis of an argument of p that indexes the batch, or -1 for weights and biases.
+int batch_axis(const Problem& p, Arg a) {
+  for (const PassArg& spec : pass_args(p))
+    if (spec.spec.arg == a) return spec.spec.batch_axis;
+  throw Error(std::string(name(a)) + " is not an argument of " + print(p));
 }
 
-// The chosen batch samples of t (all of t for weights), as a tensor of the same storage.
-Tensor take_samples(const Tensor& t, int axis, const std::vector<int64_t>& samples) {
-  if (axis < 0) return t.clone();
-  std::vector<int64_t> dims = t.dims();
+// Calls copy(first, count) for the runs of elements of a tensor of `dims` that hold the
+// chosen indices of `axis`, in order (all of it for axis < 0).
+template <class Copy>
+void for_each_chosen(const std::vector<int64_t>& dims, int axis, const std::vector<int64_t>& chosen,
+                     Copy copy) {
+  int64_t all = 1;
+  for (int64_t d : dims)
+    all *= d;
+  if (axis < 0) return copy(0, all);
   const int64_t n = dims[axis];
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < axis; ++i)
     outer *= dims[i];
   for (size_t i = axis + 1; i < dims.size(); ++i)
     inner *= dims[i];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t s : chosen)
+      copy((o * n + s) * inner, inner);
+}
+
+// The chosen indices of `axis` of t (all of t for axis < 0), as a tensor of the same storage.
+Tensor take_samples(const Tensor& t, int axis, const std::vector<int64_t>& samples) {
+  if (axis < 0) return t.clone();
+  std::vector<int64_t> dims = t.dims();
   dims[axis] = int64_t(samples.size());
   Tensor out(t.storage(), dims, t.scale());
-  const size_t row = size_t(inner) * size_of(t.storage());
+  const size_t unit = size_of(t.storage());
   auto* dst = static_cast<char*>(out.data());
   const auto* src = static_cast<const char*>(t.data());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t s : samples) {
-      std::memcpy(dst, src + (o * n + s) * row, row);
-      dst += row;
-    }
+  for_each_chosen(t.dims(), axis, samples, [&](int64_t first, int64_t count) {
+    std::memcpy(dst, src + first * unit, size_t(count) * unit);
+    dst += count * unit;
+  });
+  return out;
+}
+
+// The same of what the reference expects of a tensor of `dims`.
+Expected take_samples(const Expected& e, const std::vector<int64_t>& dims, int axis,
+                      const std::vector<int64_t>& samples) {
+  Expected out;
+  for_each_chosen(dims, axis, samples, [&](int64_t first, int64_t count) {
+    out.value.insert(out.value.end(), e.value.begin() + first, e.value.begin() + first + count);
+    out.magnitude.insert(out.magnitude.end(), e.magnitude.begin() + first,
+                         e.magnitude.begin() + first + count);
+    out.stored.insert(out.stored.end(), e.stored.begin() + first, e.stored.begin() + first + count);
+  });
   return out;
 }
 
@@ -229,21 +250,22 @@ const Expected& reference_outputs(const Problem& p, const TensorSet& got, const 
 
   Problem base = p;
   base.relu = Relu::none;
+  base.pass = Pass::fwd;
   std::string key = print(base);
   for (int64_t s : samples) {
     key += ' ';
     key += std::to_string(s);
   }
-  for (uint64_t d : digests) {
+  for (Arg a : input_args(base)) {
     key += ' ';
-    key += std::to_string(d);
+    key += std::to_string(digests[int(a)]);
   }
   auto it = std::find_if(cache.begin(), cache.end(), [&key](const Entry& e) { return e.key == key; });
   if (it == cache.end()) {
     const Problem sub = with_batch(base, int64_t(samples.size()));
     TensorSet ts;
-    for (Arg a : input_args(p.op()))
-      ts.set(a, take_samples(got.at(a), batch_axis(p.op(), a), samples));
+    for (Arg a : input_args(base))
+      ts.set(a, take_samples(got.at(a), batch_axis(base, a), samples));
     CaseSession ref(oracle(p.op()), sub);
     ref.adopt_inputs(std::move(ts));
     ref.prepare();
@@ -260,63 +282,176 @@ const Expected& reference_outputs(const Problem& p, const TensorSet& got, const 
   return it->pre_relu;
 }
 
+// The reference's backward pass `pb` (bwd_d or bwd_w) on `inputs`, computing the outputs
+// that sum over the batch only at `rows` (all if empty): what it expects of each output.
+std::array<Expected, kNumArgs> reference_backward(const Problem& pb, TensorSet inputs,
+                                                  std::vector<int64_t> rows) {
+  CaseSession ref(oracle(pb.op()), pb);
+  ref.adopt_inputs(std::move(inputs));
+  ref::Oracle* o = nullptr;
+  ref.prepare([&](Kernel& k) {
+    o = dynamic_cast<ref::Oracle*>(&k);
+    if (!o) throw Error(oracle(pb.op()).info.id + " gives no magnitudes (not a ref::Oracle)");
+    o->only_rows(std::move(rows));
+  });
+  ref.run();
+  ref.finish();
+  std::array<Expected, kNumArgs> out;
+  for (Arg a : output_args(pb))
+    out[int(a)] = o->expected(a);
+  ref.release();
+  return out;
+}
+
 auto rank(Status s) {
   return s == Status::failed ? 2 : s == Status::mistrusted ? 1 : 0;
+}
+
+// Keeps the worse of two verdicts: failed beats mistrusted beats passed; among equals the
+// larger error/allowed.
+void keep_worse(Verdict& v, Verdict one, bool& first) {
+  if (first || rank(one.status) > rank(v.status) ||
+      (rank(one.status) == rank(v.status) && one.max_error * v.tolerance > v.max_error * one.tolerance))
+    v = std::move(one);
+  first = false;
+}
+
+// Spread picks of k out of 0..n-1: first, last and evenly between.
+std::vector<int64_t> spread(int64_t k, int64_t n) {
+  std::vector<int64_t> picks;
+  for (int64_t i = 0; i < k; ++i)
+    picks.push_back(k == 1 ? 0 : i * (n - 1) / (k - 1));
+  return picks;
 }
 
 }  // namespace
 
 std::vector<int64_t> verification_samples(const Problem& p, int64_t max_reference_macs) {
   const int64_t n = p.batch();
-  const double per_sample = double(model(p).macs) / double(n);
+  const double per_sample = double(traits(p.op()).macs(p)) / double(n);
   int64_t k = n;
   if (max_reference_macs > 0 && per_sample * double(n) > double(max_reference_macs))
     k = std::clamp(int64_t(double(max_reference_macs) / per_sample), int64_t(1), n);
-  std::vector<int64_t> samples;
-  for (int64_t i = 0; i < k; ++i)
-    samples.push_back(k == 1 ? 0 : i * (n - 1) / (k - 1));
-  return samples;
+  return spread(k, n);
+}
+
+std::vector<int64_t> verification_rows(const Problem& p, int64_t rows, int64_t max_reference_macs) {
+  const double per_row = double(traits(p.op()).macs(p)) / double(rows);
+  int64_t k = rows;
+  if (max_reference_macs > 0 && per_row * double(rows) > double(max_reference_macs))
+    k = std::clamp(int64_t(double(max_reference_macs) / per_row), int64_t(1), rows);
+  return spread(k, rows);
 }
 
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
-                       int64_t max_reference_macs, bool rounds_before_bias) {
+                       int64_t max_reference_macs, bool rounds_before_bias, const TensorSet* originals) {
   Verdict v;
+  const std::vector<Arg> outputs = output_args(p);
+  auto written = [&outputs](Arg a) { return std::find(outputs.begin(), outputs.end(), a) != outputs.end(); };
   // The inputs must come back untouched: a kernel that scribbles on them is wrong even
   // when its output happens to match. Being untouched, they are the reference's inputs.
-  for (Arg a : input_args(p.op()))
-    if (digest(got.at(a)) != before[int(a)]) {
+  // (One written in place is checked as an output, against its original: `originals`.)
+  for (Arg a : input_args(p))
+    if (!written(a) && digest(got.at(a)) != before[int(a)]) {
       v.status = Status::failed;
       v.reason = std::string(name(a)) + ": the kernel modified an input";
       return v;
     }
-  for (Arg a : output_args(p))
+  for (Arg a : outputs)
     if (std::string why = scan_outputs(name(a), got.at(a)); !why.empty()) {
       v.status = Status::failed;
       v.reason = why;
       return v;
     }
 
-  // The reference on the sampled part of the batch.
-  const std::vector<int64_t> samples = verification_samples(p, max_reference_macs);
-  const bool whole_batch = int64_t(samples.size()) == p.batch();
   bool first = true;
-  const Expected& pre_relu = reference_outputs(p, got, before, samples);
-  for (Arg a : output_args(p)) {
-    // The whole batch is compared in place: a copy would clear and write as many pages.
-    std::optional<Tensor> sampled;
-    if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p.op(), a), samples);
-    const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
-    Verdict one =
-        compare_values(p, name(a), sampled ? *sampled : got.at(a), pre_relu, clip, rounds_before_bias);
-    // Failed beats mistrusted beats passed; among equals keep the larger error/allowed.
-    if (first || rank(one.status) > rank(v.status) ||
-        (rank(one.status) == rank(v.status) && one.max_error * v.tolerance > v.max_error * one.tolerance))
-      v = one;
-    first = false;
+  std::vector<std::string> notes;  // what was compared on a sample
+  // The forward's outputs, on a sample of the batch.
+  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train) {
+    const std::vector<int64_t> samples = verification_samples(p, max_reference_macs);
+    const bool whole_batch = int64_t(samples.size()) == p.batch();
+    const Expected& pre_relu = reference_outputs(p, got, before, samples);
+    for (Arg a : {Arg::dst, Arg::relu_dst}) {
+      if (!written(a)) continue;
+      // The whole batch is compared in place: a copy would clear and write as many pages.
+      std::optional<Tensor> sampled;
+      if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p, a), samples);
+      const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
+      const Tensor& out = sampled ? *sampled : got.at(a);
+      keep_worse(v, compare_values(name(a), out, pre_relu, clip, allowance(p, out, rounds_before_bias, a)),
+                 first);
+    }
+    if (!whole_batch)
+      notes.push_back(std::to_string(samples.size()) + " of " + std::to_string(p.batch()) + " batch samples");
   }
-  if (int64_t(samples.size()) < p.batch())
-    v.reason +=
-        " (" + std::to_string(samples.size()) + " of " + std::to_string(p.batch()) + " batch samples)";
+  // The backward's, through the reference's backward on the same inputs; in train, the
+  // ReLU's mask is the one the kernel's own dst gives (a value the forward's rounding
+  // put on the other side of zero is not the backward's error).
+  if (p.pass != Pass::fwd && p.pass != Pass::fwd_train) {
+    const bool data = written(Arg::diff_src), weights = written(Arg::diff_wei);
+    auto input = [&](Arg a) -> const Tensor& {
+      if (!written(a) || a == Arg::dst || a == Arg::relu_dst) return got.at(a);
+      if (!originals || !originals->has(a))
+        throw Error(std::string(name(a)) + " is written in place and its original was not kept");
+      return originals->at(a);
+    };
+    // Compares the outputs of `part` against `expect`: those with a batch axis on the
+    // batch samples `samples`, those summed over the batch on the output channels `rows`
+    // (empty: all of each). dz, under a separate or in-place ReLU, from the first part.
+    bool dz_done = !written(Arg::diff_dst);
+    auto compare_part = [&](const Problem& part, const std::array<Expected, kNumArgs>& expect,
+                            const std::vector<int64_t>& samples, const std::vector<int64_t>& rows) {
+      for (Arg a : output_args(part)) {
+        if (a == Arg::diff_dst && std::exchange(dz_done, true)) continue;
+        const int axis = batch_axis(p, a);
+        const std::vector<int64_t>& chosen = axis >= 0 ? samples : rows;
+        const Tensor& all = got.at(a);
+        std::optional<Tensor> some;
+        if (!chosen.empty()) some = take_samples(all, axis >= 0 ? axis : 0, chosen);
+        const Expected& e = expect[int(a)];
+        const Tensor& out = some ? *some : all;
+        keep_worse(
+            v,
+            compare_values(name(a), out, some ? take_samples(e, all.dims(), axis >= 0 ? axis : 0, chosen) : e,
+                           false, allowance(p, out, false, a)),
+            first);
+      }
+    };
+    if (data) {  // diff_src on a sample of the batch
+      const Problem pd = with_pass(p, Pass::bwd_d);
+      const std::vector<int64_t> samples = verification_samples(pd, max_reference_macs);
+      const bool all = int64_t(samples.size()) == p.batch();
+      TensorSet ts;
+      for (Arg a : input_args(pd))
+        ts.set(a, take_samples(input(a), batch_axis(pd, a), samples));
+      const Problem sub = with_batch(pd, int64_t(samples.size()));
+      compare_part(pd, reference_backward(sub, std::move(ts), {}), all ? std::vector<int64_t>{} : samples,
+                   {});
+      if (!all)
+        notes.push_back("diff_src on " + std::to_string(samples.size()) + " of " + std::to_string(p.batch()) +
+                        " batch samples");
+    }
+    if (weights) {  // diff_wei and diff_bias over the whole batch, on some output channels
+      const Problem pw = with_pass(p, Pass::bwd_w);
+      const int64_t channels = got.at(Arg::diff_wei).dims()[0];
+      const std::vector<int64_t> rows = verification_rows(pw, channels, max_reference_macs);
+      const bool all = int64_t(rows.size()) == channels;
+      TensorSet ts;
+      for (Arg a : input_args(pw))
+        ts.set(a, input(a).clone());
+      const std::vector<int64_t> chosen = all ? std::vector<int64_t>{} : rows;
+      compare_part(pw, reference_backward(pw, std::move(ts), chosen), {}, chosen);
+      if (!all)
+        notes.push_back("diff_wei, diff_bias on " + std::to_string(rows.size()) + " of " +
+                        std::to_string(channels) + " output channels");
+    }
+  }
+  if (!notes.empty()) {
+    v.reason += " (";
+    for (size_t i = 0; i < notes.size(); ++i)
+      v.reason += (i ? "; " : "") + notes[i];
+    v.reason += ")";
+  }
   return v;
 }
 

@@ -16,6 +16,12 @@
 // samples (first, last and evenly spread between; every sample is independent in all
 // three ops) so that it costs at most max_reference_macs, and those samples of the
 // kernel's output are compared. The poison and NaN scan always covers every element.
+//
+// Every output of a pass is compared against its own Expected, with its own accumulation
+// length. A backward pass is checked by the reference's backward on the same inputs:
+// diff_src on a sample of the batch, as above; dW and db, which sum over the whole batch,
+// on a sample of their output channels instead, each over the whole batch; a train case's
+// forward outputs as a forward's, and its backward with the ReLU mask of its own dst.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +52,6 @@ struct Verdict {
   std::string repro;  // a command that reproduces the check, for every verdict but unsupported
 };
 
-// The number of products summed into one output value, the length over which rounding
-// errors accumulate (LSTM: per gate, times steps and layers, which carry the error on).
-int64_t accumulation_length(const Problem& p);
-
 // The units of one output element's allowed error, for p written to a tensor like `out`:
 //   allowed = per_magnitude · magnitude + per_stored · stored + absolute
 // per_magnitude: the rounding of inputs inside the kernel and of the accumulation, a
@@ -60,7 +62,8 @@ struct Allowance {
   double per_magnitude = 0.0, per_stored = 0.0, absolute = 0.0;
   double of(double magnitude, double stored) const;
 };
-Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias = false);
+// `arg`: which output of p's pass `out` is (its accumulation length: ops/traits.h).
+Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias = false, Arg arg = Arg::dst);
 
 // More than this share of exact zeros in the reference output makes a pass "mistrusted".
 inline constexpr double kMistrustZeroFraction = 0.8;
@@ -79,15 +82,21 @@ inline constexpr int64_t kDefaultReferenceMacs = int64_t(1) << 29;
 
 // Checks the outputs a kernel wrote into `got`: inputs untouched (their digests equal
 // `before`, taken right after filling), every output written and finite, values within
-// their allowed error of the reference (on a sample of the batch, see above; 0 = the whole batch).
+// their allowed error of the reference (on a sample of the batch, see above; 0 = the whole
+// batch). An input the pass writes in place (diff_dst under relu=inplace) is an output
+// here, and the reference reads its original value from `originals`.
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
-                       int64_t max_reference_macs = kDefaultReferenceMacs, bool rounds_before_bias = false);
+                       int64_t max_reference_macs = kDefaultReferenceMacs, bool rounds_before_bias = false,
+                       const TensorSet* originals = nullptr);
 
 // check_kernel(), the full check of one kernel on one problem: kernels/case_session.h.
 
 // The batch samples verify_outputs compares: all of 0..batch-1 when the reference for
 // the whole batch fits the budget, else a few spread over it.
 std::vector<int64_t> verification_samples(const Problem& p, int64_t max_reference_macs);
+// The same for the outputs of a backward pass that sum over the batch (dW, db): of their
+// `rows` output channels, each computed over the whole batch, as many as the budget buys.
+std::vector<int64_t> verification_rows(const Problem& p, int64_t rows, int64_t max_reference_macs);
 
 // The reference kernel (backend "ref") for an op.
 const KernelEntry& oracle(Op op);

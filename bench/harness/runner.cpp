@@ -119,9 +119,9 @@ void end_case(Active& a, Status status, const std::string& reason, uint64_t seed
 
 // The memory a case needs before anything is allocated: device and host.
 std::string check_memory(const Active& a) {
-  if (std::string why = a.device->check_fits(a.model.inference_bytes); !why.empty()) return why;
+  if (std::string why = a.device->check_fits(a.model.tensor_bytes); !why.empty()) return why;
   // Our tensors, plus a pristine copy of the inputs for verification.
-  const double needed = a.model.inference_bytes + a.model.param_bytes + a.model.src_bytes;
+  const double needed = a.model.tensor_bytes + a.model.param_bytes + a.model.src_bytes;
   const double available = double(available_bytes());
   if (available > 0 && needed > available)
     return "out of memory: needs " + gib(needed) + " GiB, " + gib(available) + " GiB available";
@@ -169,7 +169,7 @@ void set_up(Case& c, const RunOptions& o) {
     a.timer = a.device->timer(c.blocking);
   } catch (const std::bad_alloc&) {
     end_case(a, Status::out_of_memory,
-             "out of memory: allocation failed (the model needs " + gib(a.model.inference_bytes) + " GiB, " +
+             "out of memory: allocation failed (the model needs " + gib(a.model.tensor_bytes) + " GiB, " +
                  gib(double(available_bytes())) + " GiB available)",
              o.seed);
   } catch (const std::exception& e) {

@@ -59,13 +59,16 @@ expect 0 'check: [0-9]+ passed, 0 failed' -- "$lb" check --problem "dense mb=3 i
 expect 0 'check: 2 passed, 0 failed' -- "$lb" check --network lstm_lm --batch 2 --dtype f32,bf16 --kernel dense.ref.naive
 expect 0 'unsupported +lstm\.ref\.naive' -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dt=i8"
 # Passes (dir=): a case per pass, named for it; an LSTM's missing ones left out of --dir; a
-# pass no kernel computes yet is unsupported with its reason, not run as the forward.
-expect 0 '^dense\.ref\.naive/f32/mb4ic8oc8-dir_bwd_w/threads:1  unsupported: ref: dir=bwd_w not computed \(fwd only\)$' -- "$lb" run --problem "dense mb=4 ic=8 oc=8" --backend ref --dir training --list
+# pass a kernel does not compute is unsupported with its reason, not run as the forward.
+expect 0 '^dense\.ref\.naive/f32/mb4ic8oc8-dir_bwd_w/threads:1$' -- "$lb" run --problem "dense mb=4 ic=8 oc=8" --backend ref --dir training --list
 count 4 '^dense\.ref\.naive/'
-expect 0 '^lstm\.ref\.naive/f32/mb1t2ic3hc4l1-dir_train/threads:1 ' -- "$lb" run --problem "lstm mb=1 t=2 ic=3 hc=4" --backend ref --dir training --list
+expect 0 '^lstm\.ref\.naive/f32/mb1t2ic3hc4l1-dir_train/threads:1  unsupported: ref: dir=train not computed \(fwd, fwd_train only\)$' -- "$lb" run --problem "lstm mb=1 t=2 ic=3 hc=4" --backend ref --dir training --list
 count 2 '^lstm\.ref\.naive/'
-expect 0 'ref: dir=bwd_d not computed \(fwd only\)' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
-expect 0 'check: 0 passed, 0 failed, 0 mistrusted, 1 unsupported' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
+expect 0 'diff_src: error at most' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
+expect 0 'check: 1 passed, 0 failed, 0 mistrusted, 0 unsupported' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
+expect 0 'check: 12 passed, 0 failed, 0 mistrusted, 0 unsupported' -- "$lb" check --backend ref --problem "conv2d mb=2 ic=4 ih=6 iw=6 oc=4 kh=3 kw=3 ph=1 g=2 relu=inplace" --dir all --dtype f32,bf16
+expect 0 'ref: dir=bwd not computed \(fwd, fwd_train only\)' -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dir=bwd" --backend ref
+expect 0 'ref: dt=i8 not supported \(f32, tf32, f16, bf16 only\): no gradients in integer or f8 arithmetic are defined' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dt=i8 dir=bwd_w"
 
 # Bad input: one line, exit 2, nothing on stdout.
 expect 2 'expected a command' -- "$lb"

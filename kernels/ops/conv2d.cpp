@@ -172,6 +172,7 @@ const OpTraits& conv2d_traits() {
                   const Conv2d& c = p.conv();
                   return {c.oc, c.oh(), c.ow()};
                 }},
+      .not_in_backward = {Arg::bias},
   };
   return traits;
 }

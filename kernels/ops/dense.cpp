@@ -53,6 +53,7 @@ const OpTraits& dense_traits() {
                       out.back() = p.dense().oc;
                       return out;
                     }},
+      .not_in_backward = {Arg::bias},
   };
   return traits;
 }

@@ -1,5 +1,6 @@
 #include "kernels/ops/traits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -17,18 +18,123 @@ const OpTraits& traits(Op op) {
   throw Error("op " + std::to_string(int(op)) + ": not an op");
 }
 
-LargestArg largest_arg(const Problem& p) {
+namespace {
+
+ArgSpec as_arg(ArgSpec spec, Arg a) {
+  spec.arg = a;
+  return spec;
+}
+
+// A gradient: its primal's dims and batch axis, no fill amplitude (diffs are uniform).
+ArgSpec diff_spec(const ArgSpec& primal) {
+  return {diff_of(primal.arg), primal.batch_axis, primal.dims, nullptr};
+}
+
+bool contains(const std::vector<Arg>& v, Arg a) {
+  return std::find(v.begin(), v.end(), a) != v.end();
+}
+
+}  // namespace
+
+std::vector<PassArg> pass_args(const Problem& p) {
   const OpTraits& t = traits(p.op());
-  LargestArg largest{t.output.arg, 0};
-  auto consider = [&](const ArgSpec& a) {
-    long double elements = 1;
-    for (int64_t d : a.dims(p))
-      elements *= d;
-    if (elements > largest.elements) largest = {a.arg, elements};
+  const Pass pass = p.pass;
+  std::vector<PassArg> args;
+  auto read = [&args](const ArgSpec& s, bool relu_output = false) {
+    args.push_back({.spec = s, .relu_output = relu_output});
   };
-  for (const ArgSpec& a : t.inputs)
-    consider(a);
-  consider(t.output);
+  auto write = [&args](const ArgSpec& s, bool reduces_batch = false) {
+    args.push_back({.spec = s, .read = false, .written = true, .reduces_batch = reduces_batch});
+  };
+  const bool forward = pass == Pass::fwd || pass == Pass::fwd_train || pass == Pass::train;
+  const bool data_grads = pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
+  const bool weight_grads = pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
+
+  // Inputs, in the forward's fill order.
+  for (const ArgSpec& in : t.inputs) {
+    const bool batched = in.batch_axis >= 0;
+    // bwd_d reads the parameters (dx = dz·W), bwd_w the batched inputs (dW = dzᵀ·x).
+    const bool needed = forward || (!contains(t.not_in_backward, in.arg) &&
+                                    (pass == Pass::bwd || (batched ? weight_grads : data_grads)));
+    if (needed) read(in);
+  }
+  if (pass != Pass::fwd && pass != Pass::fwd_train) {
+    // The gradient arriving at the layer's output, and what its ReLU's backward needs.
+    switch (p.relu) {
+      case Relu::none:
+        read(diff_spec(t.output));
+        break;
+      case Relu::separate:
+        if (pass != Pass::train) read(as_arg(t.output, Arg::relu_dst), true);
+        read(as_arg(diff_spec(t.output), Arg::diff_relu_dst));
+        break;
+      case Relu::inplace:
+      case Relu::fused:
+        if (pass != Pass::train) read(as_arg(t.output, Arg::dst), true);
+        read(diff_spec(t.output));
+        if (p.relu == Relu::inplace) args.back().written = true;
+        break;
+    }
+  }
+  // Outputs.
+  if (forward) {
+    write(t.output);
+    if (p.relu == Relu::separate) write(as_arg(t.output, Arg::relu_dst));
+  }
+  if (pass != Pass::fwd && pass != Pass::fwd_train) {
+    if (p.relu == Relu::separate) write(diff_spec(t.output));  // dz = dr where r > 0
+    for (const ArgSpec& in : t.inputs) {
+      const bool batched = in.batch_axis >= 0;
+      if (batched ? data_grads : weight_grads) write(diff_spec(in), !batched);
+    }
+  }
+  return args;
+}
+
+int64_t pass_macs(const Problem& p) {
+  const int64_t forward = traits(p.op()).macs(p);
+  switch (p.pass) {
+    case Pass::fwd:
+    case Pass::fwd_train:
+    case Pass::bwd_d:
+    case Pass::bwd_w:
+      return forward;
+    case Pass::bwd:
+      return 2 * forward;
+    case Pass::train:
+      return 3 * forward;
+  }
+  return forward;
+}
+
+int64_t accumulation_length(const Problem& p, Arg a) {
+  const OpTraits& t = traits(p.op());
+  if (a == Arg::dst || a == Arg::relu_dst) return t.accumulation_length(p);
+  if (a == Arg::diff_dst) return 1;
+  const Arg primal = primal_of(a);
+  auto elements = [&p](const ArgSpec& s) {
+    long double n = 1;
+    for (int64_t d : s.dims(p))
+      n *= d;
+    return n;
+  };
+  for (const ArgSpec& in : t.inputs)
+    if (in.arg == primal) {
+      // The bias is added, not multiplied: db sums dz over the outputs that share it.
+      const long double terms = primal == Arg::bias ? elements(t.output) : (long double)t.macs(p);
+      return std::max<int64_t>(1, int64_t(std::ceil(terms / elements(in))));
+    }
+  throw Error(std::string(t.name) + ": " + std::string(name(a)) + " is not a gradient of an input");
+}
+
+LargestArg largest_arg(const Problem& p) {
+  LargestArg largest{Arg::dst, 0};
+  for (const PassArg& a : pass_args(p)) {
+    long double elements = 1;
+    for (int64_t d : a.spec.dims(p))
+      elements *= d;
+    if (elements > largest.elements) largest = {a.spec.arg, elements};
+  }
   return largest;
 }
 

@@ -81,11 +81,48 @@ struct OpTraits {
   // the error a problem line or --dir with another gets after "<op>: dir=<pass>: ".
   std::vector<Pass> passes = {std::begin(kAllPasses), std::end(kAllPasses)};
   std::string_view no_pass = {};
+  // Inputs the backward passes do not read (dense, conv2d: the bias, which only shifts y).
+  std::vector<Arg> not_in_backward = {};
 };
 
 const OpTraits& traits(Op op);
 
-// The argument of a problem with the most elements (inputs and output), and how many,
+// One argument of a problem in its pass: its spec (a gradient has its primal's dims and
+// batch axis, problem.h), whether the kernel reads it, writes it or both (in place), and
+// what filling and verifying it need.
+struct PassArg {
+  ArgSpec spec;
+  bool read = true;
+  bool written = false;
+  bool relu_output = false;    // a forward output after a ReLU, read by a backward pass: filled >= 0
+  bool reduces_batch = false;  // an output summed over the batch (dW, db): no batch sampling
+};
+
+// The arguments of p's pass, derived once, here, from the op's forward arguments:
+//   fwd, fwd_train  reads the inputs, writes dst (and relu_dst under relu=separate);
+//   bwd_d           reads the parameters (inputs without a batch axis) and diff_dst, writes
+//                   the gradients of the batched inputs (diff_src);
+//   bwd_w           reads the batched inputs and diff_dst, writes the parameters' gradients;
+//   bwd             both: reads every input and diff_dst, writes every input's gradient;
+//   train           the forward, then bwd with the mask of its own dst.
+// The backward passes leave out OpTraits::not_in_backward. A ReLU in front of diff_dst:
+// under relu=separate the pass reads relu_dst and diff_relu_dst and writes diff_dst (dz =
+// dr where r > 0, else 0); under inplace it reads dst and writes dz over diff_dst; under
+// fused it reads dst and diff_dst and applies the mask as it goes (train writes that dst).
+// Inputs come first, in fill order, then outputs; an argument read and written is once.
+std::vector<PassArg> pass_args(const Problem& p);
+
+// The multiply-adds of p's pass: the forward's (OpTraits::macs) once per product the pass
+// computes: fwd and fwd_train 1×, bwd_d and bwd_w 1× (each product of the forward has one
+// term in dx, one in dW), bwd 2×, train 3×.
+int64_t pass_macs(const Problem& p);
+// Products summed into one element of output `a`: the op's accumulation_length for dst;
+// for a gradient, the forward's MACs over its primal's elements (each product of the
+// forward is one term of one element of each gradient: dense dx sums OC, dW sums MB; a
+// convolution's dx averages over its border), for db the outputs per bias; 1 for dz.
+int64_t accumulation_length(const Problem& p, Arg a);
+
+// The argument of a problem with the most elements (inputs and outputs), and how many,
 // computed without overflow: what size limits (parse_problem's, a library's) compare.
 struct LargestArg {
   Arg arg;

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "kernels/tensor.h"
+#include "kernels/verify.h"
 
 namespace lb::ref {
 
@@ -34,6 +36,62 @@ inline void write_output(Relu relu, TensorSet& ts, const std::vector<double>& y)
     for (int64_t i = 0; i < n; ++i)
       r.store(i, std::max(dst.load(i), 0.0));
   }
+}
+
+// Zeros an Expected's values and bounds, for sums that add into them.
+inline void clear(Expected& e) {
+  std::fill(e.value.begin(), e.value.end(), 0.0);
+  std::fill(e.magnitude.begin(), e.magnitude.end(), 0.0);
+  std::fill(e.stored.begin(), e.stored.end(), 0.0);
+}
+
+// Writes every value of v to t (rounded to its storage).
+inline void store_all(const std::vector<double>& v, Tensor& t) {
+  for (int64_t i = 0; i < t.elements(); ++i)
+    t.store(i, v[i]);
+}
+
+// The ReLU's backward in front of a backward pass (ops/traits.h, pass_args): dz, the
+// gradient of the layer's pre-ReLU output, is the arriving gradient where the ReLU's output
+// is > 0, else 0 — read from dst (relu_dst under separate), which the pass reads, or in
+// train wrote. dz goes to `dz` as exact values; under separate it is written to diff_dst,
+// under inplace over diff_dst (the arriving gradient), and `expected` (diff_dst's) holds
+// it: a copy or a zero, exact in any storage.
+inline void relu_backward(Relu relu, TensorSet& ts, std::vector<double>& dz, Expected& expected) {
+  const Tensor& dy = ts.at(relu == Relu::separate ? Arg::diff_relu_dst : Arg::diff_dst);
+  load_all(dy, dz);
+  if (relu == Relu::none) return;
+  const Tensor& out = ts.at(relu == Relu::separate ? Arg::relu_dst : Arg::dst);
+  for (int64_t i = 0; i < out.elements(); ++i)
+    if (!(out.load(i) > 0)) dz[i] = 0.0;
+  if (relu == Relu::separate || relu == Relu::inplace) {
+    Tensor& written = ts.at(Arg::diff_dst);
+    for (int64_t i = 0; i < written.elements(); ++i)
+      written.store(i, dz[i]);
+    expected.value = dz;  // magnitude and stored stay 0: nothing is rounded
+  }
+}
+
+// Empty for a forward pass, or a backward pass in a dtype one trains in; else why not.
+inline std::string training_dtypes(const Problem& p) {
+  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train) return {};
+  if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16}); !why.empty())
+    return why + ": no gradients in integer or f8 arithmetic are defined";
+  return {};
+}
+
+// Whether p's pass runs the forward / the backward.
+inline bool has_forward(const Problem& p) {
+  return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
+}
+inline bool has_backward(const Problem& p) {
+  return p.pass != Pass::fwd && p.pass != Pass::fwd_train;
+}
+inline bool has_data_grads(const Problem& p) {
+  return p.pass == Pass::bwd_d || p.pass == Pass::bwd || p.pass == Pass::train;
+}
+inline bool has_weight_grads(const Problem& p) {
+  return p.pass == Pass::bwd_w || p.pass == Pass::bwd || p.pass == Pass::train;
 }
 
 }  // namespace lb::ref

@@ -1,10 +1,13 @@
 // The ref backend's kernels as factories; register.cpp gives each its id and description.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <vector>
 
 #include "kernels/kernel.h"
+#include "kernels/verify.h"
 
 namespace lb::ref {
 
@@ -26,14 +29,44 @@ namespace lb::ref {
 // on every run: the sum of magnitudes is a second chain of additions beside the value's,
 // which the loops' latency leaves room for (measured: a dense reference takes about a
 // fifth longer with it).
+//
+// A backward pass gives the same three for every output it writes (expected(arg)): a
+// gradient element is a dot product too (dx = Σ dz·W, dW = Σ dz·x, db = Σ dz), with its
+// Σ|terms|. The ReLU's mask comes from the dst (or relu_dst) it reads, or in train from
+// the dst it wrote, and dz = dy where that is > 0; its masked values are exact.
 class Oracle : public Kernel {
  public:
   const std::vector<double>& exact() const { return y_; }
   const std::vector<double>& magnitude() const { return magnitude_; }
   const std::vector<double>& stored() const { return stored_; }
+  // After run(): what the reference says of output `a` of the pass (empty if none).
+  const Expected& expected(Arg a) const { return expected_[int(a)]; }
+  // Before prepare(): compute the outputs that sum over the batch (dW, db) only at these
+  // indices of their first axis (output channels), over the whole batch, so that checking
+  // a large layer's weight gradient costs a few rows of it; the others stay 0. Empty: all.
+  void only_rows(std::vector<int64_t> rows) { rows_ = std::move(rows); }
 
  protected:
-  std::vector<double> y_, magnitude_, stored_;  // sized in prepare(), so that run() does not allocate
+  // Sizes expected(a) of every output of p (in prepare()).
+  void size_expected(const Problem& p, const TensorSet& ts) {
+    for (Arg a : output_args(p)) {
+      Expected& e = expected_[int(a)];
+      const size_t n = size_t(ts.at(a).elements());
+      e.value.assign(n, 0.0);
+      e.magnitude.assign(n, 0.0);
+      e.stored.assign(n, 0.0);
+    }
+  }
+  // Whether row r of an output summed over the batch is computed (only_rows()).
+  bool computes_row(int64_t r) const {
+    return rows_.empty() || std::find(rows_.begin(), rows_.end(), r) != rows_.end();
+  }
+
+  std::array<Expected, kNumArgs> expected_;  // sized in prepare(), so that run() does not allocate
+  std::vector<double>& y_ = expected_[int(Arg::dst)].value;
+  std::vector<double>& magnitude_ = expected_[int(Arg::dst)].magnitude;
+  std::vector<double>& stored_ = expected_[int(Arg::dst)].stored;
+  std::vector<int64_t> rows_;
 };
 
 std::unique_ptr<Kernel> make_dense();

@@ -1,5 +1,8 @@
 // Backend `ref`: the oracles every other kernel is verified against, one registration line
 // each (the ids live here only).
+#include <iterator>
+#include <vector>
+
 #include "kernels/ref/kernels.h"
 #include "kernels/registry.h"
 
@@ -7,15 +10,21 @@ namespace lb {
 
 void register_ref(Registry& r) {
   using namespace ref;
+  const std::vector<Pass> kEveryPass(std::begin(kAllPasses), std::end(kAllPasses));
   r.add({.id = "dense.ref.naive",
          .idea = "three plain loops, one dot product per output",
-         .accumulation = "f64"},
+         .accumulation = "f64",
+         .passes = kEveryPass},
         [] { return make_dense(); });
-  r.add({.id = "conv2d.ref.naive", .idea = "direct seven-loop convolution, NCHW", .accumulation = "f64"},
+  r.add({.id = "conv2d.ref.naive",
+         .idea = "direct seven-loop convolution, NCHW",
+         .accumulation = "f64",
+         .passes = kEveryPass},
         [] { return make_conv2d(); });
   r.add({.id = "lstm.ref.naive",
          .idea = "per step and sample: gate dot products, then the cell",
-         .accumulation = "f64"},
+         .accumulation = "f64",
+         .passes = {Pass::fwd, Pass::fwd_train}},
         [] { return make_lstm(); });
 }
 

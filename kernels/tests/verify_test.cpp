@@ -335,8 +335,10 @@ TEST(Verify, AllowanceGrowsWithPrecisionLossAndAccumulationLength) {
   EXPECT_LT(per_stored("dense mb=1 ic=64 oc=1 dt=f16"), per_stored("dense mb=1 ic=64 oc=1 dt=bf16"));
   EXPECT_EQ(per_stored("dense mb=1 ic=64 oc=1 dt=i8"),
             per_stored("dense mb=1 ic=64 oc=1 dt=f32"));  // f32 out
-  EXPECT_EQ(accumulation_length(parse_problem("conv2d mb=1 ic=64 ih=8 iw=8 oc=8 kh=3 kw=3 g=4")), 16 * 9);
-  EXPECT_EQ(accumulation_length(parse_problem("lstm mb=1 t=10 ic=32 hc=16 l=2")), (32 + 16) * 10 * 2);
+  EXPECT_EQ(accumulation_length(parse_problem("conv2d mb=1 ic=64 ih=8 iw=8 oc=8 kh=3 kw=3 g=4"), Arg::dst),
+            16 * 9);
+  EXPECT_EQ(accumulation_length(parse_problem("lstm mb=1 t=10 ic=32 hc=16 l=2"), Arg::dst),
+            (32 + 16) * 10 * 2);
 }
 
 TEST(Fill, SeededNeverZeroAndPoisonIsDetected) {
