@@ -54,6 +54,13 @@ std::string dtype_reason(const Problem& p) {
   return why;
 }
 
+std::string backward_reason(const Problem& p) {
+  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.relu != Relu::fused) return {};
+  return "relu=fused in dir=" + std::string(name(p.pass)) +
+         ": oneDNN 2.6's backward primitives apply no ReLU mask (relu=inplace or separate: an eltwise "
+         "backward)";
+}
+
 std::string size_reason(const Problem& p) {
   const LargestArg largest = largest_arg(p);
   if (largest.elements <= 2147483647.0L) return {};
@@ -168,6 +175,48 @@ void Plan::add_relu(const dnnl::memory& src, const dnnl::memory& dst) {
   const auto pd = LB_DNNL(dnnl::eltwise_forward::primitive_desc(d, attributes(Relu::none), engine()));
   add(pd, LB_DNNL(dnnl::eltwise_forward(pd)), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}},
       src.get() == dst.get() ? "relu inplace" : "relu separate");
+}
+
+dnnl::memory Plan::add_relu_backward(Relu relu, const dnnl::memory::desc& md) {
+  const dnnl::memory dz = bind(Arg::diff_dst, md);
+  if (relu != Relu::inplace && relu != Relu::separate) return dz;
+  const bool separate = relu == Relu::separate;
+  const dnnl::memory y = bind(separate ? Arg::relu_dst : Arg::dst, md);
+  const dnnl::memory dy = separate ? bind(Arg::diff_relu_dst, md) : dz;
+  const auto alg = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+  const auto hint = LB_DNNL(dnnl::eltwise_forward::primitive_desc(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.0f), engine()));
+  const auto pd = LB_DNNL(dnnl::eltwise_backward::primitive_desc(
+      dnnl::eltwise_backward::desc(alg, md, md, 0.0f), attributes(Relu::none), engine(), hint));
+  add(pd, LB_DNNL(dnnl::eltwise_backward(pd)),
+      {{DNNL_ARG_DST, y}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dz}},
+      separate ? "relu backward separate" : "relu backward inplace");
+  return dz;
+}
+
+dnnl::memory Plan::input(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& want) {
+  const dnnl::memory bound = bind(a, user);
+  if (user == want) return bound;
+  const dnnl::memory m = owned(want);
+  add_reorder(bound, m, std::string(name(a)) + " reorder");
+  return m;
+}
+
+dnnl::memory Plan::input_of(const dnnl::memory& given, const dnnl::memory::desc& want,
+                            const std::string& what) {
+  if (given.get_desc() == want) return given;
+  const dnnl::memory m = owned(want);
+  add_reorder(given, m, what + " reorder");
+  return m;
+}
+
+Plan::Output Plan::output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have) {
+  const dnnl::memory bound = bind(a, user);
+  return {user == have ? bound : owned(have), bound};
+}
+
+void Plan::then(const Output& out, const std::string& what) {
+  if (out.written.get() != out.user.get()) add_reorder(out.written, out.user, what + " reorder");
 }
 
 void Plan::finalize() {

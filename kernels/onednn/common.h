@@ -87,6 +87,10 @@ std::string dtype_reason(const Problem& p);
 // stopped the process with SIGFPE while its primitive was created.
 std::string size_reason(const Problem& p);
 
+// Empty for a forward pass; for a backward one, why oneDNN 2.6 cannot compute it as the
+// ReLU mode asks (fused: none of its backward primitives applies a ReLU's mask).
+std::string backward_reason(const Problem& p);
+
 // The attributes every primitive gets: user scratchpad, and for relu=fused a ReLU post-op.
 // For i8 also the output scale src.scale · wei.scale (oneDNN 2.x applies it to the s32 sum
 // *including the bias*, which is why i8 kernels pre-divide their bias by it).
@@ -128,6 +132,24 @@ class Plan {
   void add_relu_pass(Relu relu, const dnnl::memory& dst);
   // Appends dst := max(src, 0) (src and dst may be the same memory).
   void add_relu(const dnnl::memory& src, const dnnl::memory& dst);
+  // The ReLU's backward in front of a backward pass (kernels/ops/traits.h, pass_args), by
+  // oneDNN's eltwise_relu_use_dst_for_bwd: under separate diff_dst := diff_relu_dst where
+  // relu_dst > 0, else 0; under inplace the same over diff_dst from dst. `md` is dst's user
+  // layout. Returns diff_dst bound (dz, what the layer's backward reads), for none as given.
+  dnnl::memory add_relu_backward(Relu relu, const dnnl::memory::desc& md);
+
+  // An activation or gradient a timed primitive reads in layout `want`: bound as given, or
+  // reordered into memory the Plan owns, in run() (timed) — as conv2d.onednn.default does.
+  dnnl::memory input(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& want);
+  // The same for memory already in the Plan (dz from the ReLU's backward).
+  dnnl::memory input_of(const dnnl::memory& given, const dnnl::memory::desc& want, const std::string& what);
+  // One a timed primitive writes in layout `have`: `written` is what to give it; `then()`
+  // appends the timed reorder into the user's tensor where the layouts differ.
+  struct Output {
+    dnnl::memory written, user;
+  };
+  Output output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have);
+  void then(const Output& out, const std::string& what);
 
   // Allocates the shared scratchpad and gives it to every primitive. Call once, last.
   void finalize();

@@ -21,33 +21,98 @@
 // dtypes, i8 scales and bias, ReLU modes and threads as in dense.onednn.default.
 // oneDNN counts dilation from 0 (no dilation) and wants the right/bottom padding that makes
 // its output size agree with ours; that padding may be negative (rows never read).
+//
+// Training passes (default and nchw; blocked is forward only): fwd_train is the
+// forward_training primitive; bwd_d the convolution's backward data (dx from dz and W, W
+// reordered once), bwd_w its backward weights (dW and db), bwd both, train the forward then
+// both, each with the forward_training primitive as hint. The activations and gradients are
+// NCHW for nchw; for default in oneDNN's chosen layouts, reordered in run() as the forward's
+// x and y are, and so is dW where oneDNN writes another layout than ours. The ReLU in front
+// and what is declined: as dense.onednn.default.
 #include "kernels/onednn/common.h"
 #include "kernels/onednn/kernels.h"
 
 namespace lb::onednn {
 namespace {
 
-// W as we hold it (oihw, or goihw with G leading when grouped), or `any` for oneDNN to choose.
-dnnl::memory::desc weights_desc(const Problem& p, bool any) {
+using dnnl::convolution_backward_data;
+using dnnl::convolution_backward_weights;
+using dnnl::convolution_forward;
+
+bool forward(const Problem& p) {
+  return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
+}
+bool data_grads(const Problem& p) {
+  return p.pass == Pass::bwd_d || p.pass == Pass::bwd || p.pass == Pass::train;
+}
+bool weight_grads(const Problem& p) {
+  return p.pass == Pass::bwd_w || p.pass == Pass::bwd || p.pass == Pass::train;
+}
+
+// A convolution's geometry as oneDNN takes it: strides, dilation from 0, and the
+// right/bottom padding that makes its output size agree with ours (possibly negative).
+struct Geometry {
+  dims strides, dilates, left, right;
+};
+
+Geometry geometry(const Conv2d& c) {
+  // The last input row a window reads, minus the last row there is, is the bottom padding.
+  const int64_t pb = (c.oh() - 1) * c.sh + (c.kh - 1) * c.dh + 1 - c.ih - c.ph;
+  const int64_t pr = (c.ow() - 1) * c.sw + (c.kw - 1) * c.dw + 1 - c.iw - c.pw;
+  return {{c.sh, c.sw}, {c.dh - 1, c.dw - 1}, {c.ph, c.pw}, {pb, pr}};
+}
+
+// x (or dx) and y (or dy) of p in NCHW, or `any` for oneDNN to choose.
+dnnl::memory::desc x_desc(const Problem& p, Arg a, bool any) {
   const Conv2d& c = p.conv();
-  const dt type = dtype_of(p.dt, Arg::wei);
+  return dnnl::memory::desc({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, a), any ? tag::any : tag::nchw);
+}
+dnnl::memory::desc y_desc(const Problem& p, Arg a, bool any) {
+  const Conv2d& c = p.conv();
+  return dnnl::memory::desc({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, a), any ? tag::any : tag::nchw);
+}
+
+// W (or dW) as we hold it (oihw, or goihw with G leading when grouped), or `any` for oneDNN to choose.
+dnnl::memory::desc weights_desc(const Problem& p, bool any, Arg a = Arg::wei) {
+  const Conv2d& c = p.conv();
+  const dt type = dtype_of(p.dt, a);
   if (c.g == 1) return dnnl::memory::desc({c.oc, c.ic, c.kh, c.kw}, type, any ? tag::any : tag::oihw);
   return dnnl::memory::desc({c.g, c.oc / c.g, c.ic / c.g, c.kh, c.kw}, type, any ? tag::any : tag::goihw);
 }
 
-dnnl::convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layouts, float output_scale) {
-  const Conv2d& c = p.conv();
-  const tag act = layouts == Layouts::nchw ? tag::nchw : tag::any;  // library, blocked: oneDNN's choice
-  const dnnl::memory::desc x({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), act);
-  const dnnl::memory::desc b({c.oc}, dtype_of(p.dt, Arg::bias), tag::x);
-  const dnnl::memory::desc y({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), act);
-  // The last input row a window reads, minus the last row there is, is the bottom padding.
-  const int64_t pb = (c.oh() - 1) * c.sh + (c.kh - 1) * c.dh + 1 - c.ih - c.ph;
-  const int64_t pr = (c.ow() - 1) * c.sw + (c.kw - 1) * c.dw + 1 - c.iw - c.pw;
-  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
-                                             dnnl::algorithm::convolution_direct, x, weights_desc(p, true), b,
-                                             y, {c.sh, c.sw}, {c.dh - 1, c.dw - 1}, {c.ph, c.pw}, {pb, pr});
-  return dnnl::convolution_forward::primitive_desc(desc, attributes(p.relu, output_scale), engine());
+convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layouts, float output_scale) {
+  const bool any = layouts != Layouts::nchw;  // library, blocked: oneDNN's choice
+  const dnnl::memory::desc b({p.conv().oc}, dtype_of(p.dt, Arg::bias), tag::x);
+  const Geometry g = geometry(p.conv());
+  const auto prop =
+      p.pass == Pass::fwd ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+  const convolution_forward::desc desc(prop, dnnl::algorithm::convolution_direct, x_desc(p, Arg::src, any),
+                                       weights_desc(p, true), b, y_desc(p, Arg::dst, any), g.strides,
+                                       g.dilates, g.left, g.right);
+  // A backward pass's forward is only the hint its primitives are created with.
+  return convolution_forward::primitive_desc(desc, attributes(forward(p) ? p.relu : Relu::none, output_scale),
+                                             engine());
+}
+
+convolution_backward_data::primitive_desc make_data_pd(const Problem& p, Layouts layouts,
+                                                       const convolution_forward::primitive_desc& hint) {
+  const bool any = layouts != Layouts::nchw;
+  const Geometry g = geometry(p.conv());
+  const convolution_backward_data::desc desc(
+      dnnl::algorithm::convolution_direct, x_desc(p, Arg::diff_src, any), weights_desc(p, true),
+      y_desc(p, Arg::diff_dst, any), g.strides, g.dilates, g.left, g.right);
+  return convolution_backward_data::primitive_desc(desc, attributes(Relu::none), engine(), hint);
+}
+
+convolution_backward_weights::primitive_desc make_weights_pd(
+    const Problem& p, Layouts layouts, const convolution_forward::primitive_desc& hint) {
+  const bool any = layouts != Layouts::nchw;
+  const Geometry g = geometry(p.conv());
+  const dnnl::memory::desc db({p.conv().oc}, dtype_of(p.dt, Arg::diff_bias), tag::x);
+  const convolution_backward_weights::desc desc(
+      dnnl::algorithm::convolution_direct, x_desc(p, Arg::src, any), weights_desc(p, true, Arg::diff_wei), db,
+      y_desc(p, Arg::diff_dst, any), g.strides, g.dilates, g.left, g.right);
+  return convolution_backward_weights::primitive_desc(desc, attributes(Relu::none), engine(), hint);
 }
 
 constexpr float kProbeScale = 1.0f / 1024;  // i8 probes ask for output scales, as prepare() will
@@ -87,26 +152,42 @@ class OnednnConv2d final : public PlanKernel {
     if (std::string why = size_reason(p); !why.empty()) return why;
     if (std::string why = filter_reason(p.conv()); !why.empty()) return why;
     if (std::string why = padding_reason(p.conv()); !why.empty()) return why;
+    if (std::string why = backward_reason(p); !why.empty()) return why;
+    const char* what = "convolution";
     try {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
-      const std::string impl = pd.impl_info_str();
+      std::string impl = forward(p) ? pd.impl_info_str() : "";
+      what = "convolution backward data";
+      if (data_grads(p)) impl = make_data_pd(p, layouts_, pd).impl_info_str();
+      what = "convolution backward weights";
+      if (weight_grads(p) && impl.rfind("ref", 0) != 0)
+        impl = make_weights_pd(p, layouts_, pd).impl_info_str();
       if (layouts_ == Layouts::nchw && impl.rfind("ref", 0) == 0)
         return "only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
                " in NCHW; conv2d.onednn.default reorders";
     } catch (const dnnl::error& e) {
-      return "no " + std::string(name(p.dt)) + " convolution on this CPU (" + dnnl_status2str(e.status) + ")";
+      return "no " + std::string(name(p.dt)) + " " + what + " on this CPU (" + dnnl_status2str(e.status) +
+             ")";
     }
     return {};
   }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     set_threads(ctx.threads);
-    const Conv2d& c = p.conv();
     const float scale = p.dt == DType::i8 ? float(ts.at(Arg::src).scale() * ts.at(Arg::wei).scale()) : 1.0f;
     const auto pd = LB_DNNL(make_pd(p, layouts_, scale));
     plan_ = std::make_unique<Plan>();
-    Plan& plan = *plan_;
+    if (forward(p)) add_forward(p, ts, pd, scale);
+    if (p.pass != Pass::fwd && p.pass != Pass::fwd_train) add_backward(p, ts, pd);
+    plan_->finalize();
+  }
 
+ private:
+  // The forward: x in, the convolution, y out, the ReLU pass (header).
+  void add_forward(const Problem& p, TensorSet& ts, const convolution_forward::primitive_desc& pd,
+                   float scale) {
+    Plan& plan = *plan_;
+    const Conv2d& c = p.conv();
     const dnnl::memory::desc x_user({c.mb, c.ic, c.ih, c.iw}, dtype_of(p.dt, Arg::src), tag::nchw);
     const dnnl::memory::desc y_user({c.mb, c.oc, c.oh(), c.ow()}, dtype_of(p.dt, Arg::dst), tag::nchw);
     const dnnl::memory y_bound = plan.bind(Arg::dst, y_user);
@@ -145,10 +226,40 @@ class OnednnConv2d final : public PlanKernel {
       }
       plan.add_finish_reorder(y, y_bound, "y reorder");
     }
-    plan.finalize();
   }
 
- private:
+  // The backward: dz (the ReLU's backward in NCHW), then dx and dW, db (header).
+  void add_backward(const Problem& p, TensorSet& ts, const convolution_forward::primitive_desc& pd) {
+    Plan& plan = *plan_;
+    const dnnl::memory dz = plan.add_relu_backward(p.relu, y_desc(p, Arg::diff_dst, false));
+    if (data_grads(p)) {
+      const auto bd = LB_DNNL(make_data_pd(p, layouts_, pd));
+      const dnnl::memory w = plan.reordered_now(ts, Arg::wei, weights_desc(p, false), 0, bd.weights_desc());
+      const dnnl::memory dy = plan.input_of(dz, bd.diff_dst_desc(), "dy");
+      const Plan::Output dx = plan.output(Arg::diff_src, x_desc(p, Arg::diff_src, false), bd.diff_src_desc());
+      plan.add(bd, LB_DNNL(convolution_backward_data(bd)),
+               {{DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DIFF_SRC, dx.written}},
+               "convolution backward data (dy " + layout(bd.diff_dst_desc()) + ", W " +
+                   layout(bd.weights_desc()) + ")");
+      plan.then(dx, "dx");
+    }
+    if (weight_grads(p)) {
+      const auto bw = LB_DNNL(make_weights_pd(p, layouts_, pd));
+      const dnnl::memory x = plan.input(Arg::src, x_desc(p, Arg::src, false), bw.src_desc());
+      const dnnl::memory dy = plan.input_of(dz, bw.diff_dst_desc(), "dy");
+      const Plan::Output dw =
+          plan.output(Arg::diff_wei, weights_desc(p, false, Arg::diff_wei), bw.diff_weights_desc());
+      plan.add(bw, LB_DNNL(convolution_backward_weights(bw)),
+               {{DNNL_ARG_SRC, x},
+                {DNNL_ARG_DIFF_DST, dy},
+                {DNNL_ARG_DIFF_WEIGHTS, dw.written},
+                {DNNL_ARG_DIFF_BIAS, plan.bind(Arg::diff_bias, bw.diff_bias_desc())}},
+               "convolution backward weights (x " + layout(bw.src_desc()) + ", dW " +
+                   layout(bw.diff_weights_desc()) + ")");
+      plan.then(dw, "dW");
+    }
+  }
+
   Layouts layouts_;
 };
 

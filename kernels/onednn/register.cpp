@@ -3,7 +3,9 @@
 // answer "what do the reorders cost", and a default sweep is a third shorter without each.
 #include <oneapi/dnnl/dnnl.h>
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "kernels/onednn/kernels.h"
 #include "kernels/registry.h"
@@ -45,21 +47,25 @@ void register_onednn(Registry& r) {
                                                  ")");
   // The highest ISA oneDNN may dispatch to here; each case's lb_details names the implementation.
   r.add_context("layerbench_onednn_isa", isa_name(dnnl_get_effective_cpu_isa()));
+  const std::vector<Pass> every(std::begin(kAllPasses), std::end(kAllPasses));
   r.add({.id = "dense.onednn.default",
          .idea = "inner product primitive, W reordered to oneDNN's layout",
          .accumulation = "f32 (i8: s32)",
-         .multithreaded = true},
+         .multithreaded = true,
+         .passes = every},
         [] { return make_dense(); });
   r.add({.id = "conv2d.onednn.default",
          .idea = "convolution primitive in oneDNN's chosen layouts; x, y reordered from/to NCHW in run()",
          .accumulation = "f32 (i8: s32)",
-         .multithreaded = true},
+         .multithreaded = true,
+         .passes = every},
         [] { return make_conv2d(Layouts::library); });
   r.add({.id = "conv2d.onednn.nchw",
          .idea = "convolution primitive on NCHW as given (no reorders)",
          .accumulation = "f32 (i8: s32)",
          .multithreaded = true,
-         .opt_in = true},
+         .opt_in = true,
+         .passes = every},
         [] { return make_conv2d(Layouts::nchw); });
   r.add({.id = "conv2d.onednn.blocked",
          .idea = "convolution primitive, activations kept in oneDNN's layouts (x, y reordered untimed)",
