@@ -60,6 +60,12 @@ class Kernel {
 // a backend adds its own sentence where it knows more (Eigen's bf16 accumulates in bf16).
 std::string require_dtypes(const Problem& p, std::initializer_list<DType> allowed);
 
+// One kernel id whose passes are two kernels (kernels/ops/traits.h, pass_args): `forward`
+// computes fwd and fwd_train (dense and conv2d keep nothing more), `backward` bwd_d, bwd_w
+// and bwd; train runs both, the forward's dst then giving the backward its ReLU mask. Each
+// call goes to what prepare() chose; supports() asks the one (or both) the pass needs.
+std::unique_ptr<Kernel> split_by_pass(std::unique_ptr<Kernel> forward, std::unique_ptr<Kernel> backward);
+
 // A kernel's identity and description, given once at registration (a backend's
 // register.cpp) with designated initialisers, naming every field that differs from its
 // default here:

@@ -11,6 +11,65 @@ std::string_view name(Device d) {
   return d == Device::cpu ? "cpu" : "gpu";
 }
 
+namespace {
+
+class SplitByPass final : public Kernel {
+ public:
+  SplitByPass(std::unique_ptr<Kernel> forward, std::unique_ptr<Kernel> backward)
+      : forward_(std::move(forward)), backward_(std::move(backward)) {}
+
+  std::string supports(const Problem& p) const override {
+    if (uses_forward(p))
+      if (std::string why = forward_->supports(p); !why.empty()) return why;
+    if (uses_backward(p))
+      if (std::string why = backward_->supports(p); !why.empty()) return why;
+    return {};
+  }
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    forward_on_ = uses_forward(p);
+    backward_on_ = uses_backward(p);
+    if (forward_on_) forward_->prepare(p, ts, ctx);
+    if (backward_on_) backward_->prepare(p, ts, ctx);
+  }
+  void run(TensorSet& ts) override {
+    if (forward_on_) forward_->run(ts);
+    if (backward_on_) backward_->run(ts);
+  }
+  void finish(TensorSet& ts) override {
+    if (forward_on_) forward_->finish(ts);
+    if (backward_on_) backward_->finish(ts);
+  }
+  void release() override {
+    if (forward_on_) forward_->release();
+    if (backward_on_) backward_->release();
+    forward_on_ = backward_on_ = false;
+  }
+  std::string details() const override {
+    const std::string f = forward_on_ ? forward_->details() : "",
+                      b = backward_on_ ? backward_->details() : "";
+    return f.empty() ? b : b.empty() ? f : "forward: " + f + "; backward: " + b;
+  }
+  size_t scratch_bytes() const override {
+    return (forward_on_ ? forward_->scratch_bytes() : 0) + (backward_on_ ? backward_->scratch_bytes() : 0);
+  }
+  bool rounds_before_bias() const override { return forward_on_ && forward_->rounds_before_bias(); }
+
+ private:
+  static bool uses_forward(const Problem& p) {
+    return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
+  }
+  static bool uses_backward(const Problem& p) { return !uses_forward(p) || p.pass == Pass::train; }
+
+  std::unique_ptr<Kernel> forward_, backward_;
+  bool forward_on_ = false, backward_on_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> split_by_pass(std::unique_ptr<Kernel> forward, std::unique_ptr<Kernel> backward) {
+  return std::make_unique<SplitByPass>(std::move(forward), std::move(backward));
+}
+
 std::string_view KernelEntry::op_name() const {
   return std::string_view(info.id).substr(0, info.id.find('.'));
 }

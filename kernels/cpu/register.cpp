@@ -2,6 +2,9 @@
 // The dense steps 1..5 are the GEMM progression in reading order (dense_1_naive.cpp,
 // dense_2_blocked.cpp, dense.cpp); steps 1..4 lead up to 5 and are opt-in (swept only when
 // asked for by backend or id).
+#include <iterator>
+#include <vector>
+
 #include "kernels/cpu/kernels.h"
 #include "kernels/registry.h"
 
@@ -9,6 +12,7 @@ namespace lb {
 
 void register_cpu(Registry& r) {
   using namespace cpu;
+  const std::vector<Pass> every(std::begin(kAllPasses), std::end(kAllPasses));
   // A bad $LB_CPU_ISA (an unknown name, an ISA this CPU lacks) stops the command here,
   // before any kernel is listed or run; a good one is recorded with what it covers.
   forced_isa();
@@ -50,8 +54,9 @@ void register_cpu(Registry& r) {
          .idea = "GEMM step 5: packed panels, best micro-kernel by CPUID (AVX-512 14x32); bf16 vdpbf16ps, "
                  "int8 vpdpbusd (AVX2: vpmaddwd)",
          .accumulation = "f32 (bf16), s32 (int8)",
-         .multithreaded = true},
-        [] { return make_dense(); });
+         .multithreaded = true,
+         .passes = every},
+        [] { return split_by_pass(make_dense(), make_dense_backward()); });
   r.add({.id = "conv2d.cpu.default",
          .idea = "implicit GEMM: indirect from a padded image (unit stride, AVX-512) or im2col into packed "
                  "panels; 1x1 as plain GEMM; bf16 and int8 indirect on channel quads / pairs (AVX-512) or "

@@ -246,17 +246,18 @@ TEST(RefBackward, PlantedWrongBackwardKernelsFail) {
                     *bias = r.find("conv2d.planted.bias_dropped"),
                     *accumulates = r.find("conv2d.planted.accumulates"),
                     *not_in_place = r.find("dense.planted.not_in_place");
-  const std::string dense = "dense mb=8 ic=16 oc=16", conv = "conv2d mb=2 ic=4 ih=6 iw=6 oc=8 kh=3 kw=3 ph=1";
+  const std::string dense = "dense mb=8 ic=16 oc=16", conv = "conv2d mb=4 ic=4 ih=6 iw=6 oc=8 kh=3 kw=3 ph=1";
 
   // The reference's own answers pass, in every pass and mode, on the whole batch and on
-  // samples of it (a budget of one sample and one output channel).
+  // samples of it (budgets of one sample and one output channel, and of three).
   for (Pass pass : every)
     for (Relu relu : kAllRelus)
-      for (int64_t budget : {kDefaultReferenceMacs, int64_t(1)}) {
-        for (auto [k, line] : {std::pair{correct, dense}, std::pair{correct_conv, conv}}) {
-          const Verdict v = check_kernel(*k, problem(line, pass, relu), 5, {}, budget);
-          EXPECT_EQ(v.status, Status::passed)
-              << line << " " << name(pass) << " " << name(relu) << ": " << v.reason;
+      for (auto [k, line] : {std::pair{correct, dense}, std::pair{correct_conv, conv}}) {
+        const Problem p = problem(line, pass, relu);
+        const int64_t per_sample = traits(p.op()).macs(p) / p.batch();
+        for (int64_t budget : {kDefaultReferenceMacs, int64_t(1), 3 * per_sample}) {
+          const Verdict v = check_kernel(*k, p, 5, {}, budget);
+          EXPECT_EQ(v.status, Status::passed) << print(p) << " budget " << budget << ": " << v.reason;
         }
       }
   auto fails = [](const KernelEntry* k, const Problem& p, const std::string& says) {
