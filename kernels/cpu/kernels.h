@@ -14,6 +14,7 @@ std::unique_ptr<Kernel> make_packed_dense(Isa isa);       // dense.cpp: the micr
 std::unique_ptr<Kernel> make_dense();                     // dense.cpp: the best micro-kernel by CPUID
 std::unique_ptr<Kernel> make_dense_backward();            // dense_backward.cpp: its backward passes
 std::unique_ptr<Kernel> make_conv2d();                    // conv2d.cpp: f32 (bf16 and int8 handed on)
+std::unique_ptr<Kernel> make_conv2d_backward();           // conv2d_backward.cpp: its backward passes
 std::unique_ptr<Kernel> make_lowp_conv2d();               // conv2d_lowp.cpp: bf16 and int8
 std::unique_ptr<Kernel> make_depthwise_conv2d();          // conv2d_depthwise.cpp: NCHW
 std::unique_ptr<Kernel> make_depthwise_blocked_conv2d();  // conv2d_depthwise_blocked.cpp: nChw8c

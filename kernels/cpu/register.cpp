@@ -62,8 +62,9 @@ void register_cpu(Registry& r) {
                  "panels; 1x1 as plain GEMM; bf16 and int8 indirect on channel quads / pairs (AVX-512) or "
                  "im2col + the low-precision GEMM",
          .accumulation = "f32 (bf16), s32 (int8)",
-         .multithreaded = true},
-        [] { return make_conv2d(); });
+         .multithreaded = true,
+         .passes = every},
+        [] { return split_by_pass(make_conv2d(), make_conv2d_backward()); });
   r.add({.id = "conv2d.cpu.depthwise",
          .idea = "direct NCHW kernel, vectorised along the output width with masked loads for padding",
          .accumulation = "f32",
