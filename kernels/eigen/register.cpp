@@ -1,6 +1,7 @@
 // Backend `eigen`: Eigen's tensor contractions and array expressions, one registration line
 // each (the ids live here only).
 #include <Eigen/Core>
+#include <iterator>
 #include <string>
 
 #include "kernels/eigen/kernels.h"
@@ -16,8 +17,9 @@ void register_eigen(Registry& r) {
   r.add({.id = "dense.eigen.contraction",
          .idea = "Eigen tensor contraction, bias and ReLU in its output kernel",
          .accumulation = "f32",
-         .multithreaded = true},
-        [] { return make_dense(); });
+         .multithreaded = true,
+         .passes = {std::begin(kAllPasses), std::end(kAllPasses)}},
+        [] { return split_by_pass(make_dense(), make_dense_backward()); });
   r.add({.id = "conv2d.eigen.im2col",
          .idea = "im2col + Eigen tensor contraction per image and group",
          .accumulation = "f32",

@@ -1,0 +1,93 @@
+// dense.eigen.contraction's backward passes (bwd_d, bwd_w, bwd; train after its forward), as
+// Eigen tensor expressions on the same row-major views:
+//   dx (MB×IC) = dz (MB×OC) contracted with W (OC×IC) over OC;
+//   dW (OC×IC) = dz contracted with x (MB×IC) over MB (Eigen packs both per call, as in the
+//   forward: no transposed copy of ours);
+//   db (OC)    = dz summed over MB.
+// dz: diff_dst as given (relu=none); after the ReLU's backward, (r > 0).select(dr, 0), into
+// diff_dst (separate) or over it (inplace); for relu=fused that select is the contraction's
+// operand itself, which Eigen evaluates as it packs. f32 only. Threads: Eigen's pool, as the
+// forward (kernels/eigen/common.h).
+#include "kernels/eigen/common.h"
+#include "kernels/eigen/kernels.h"
+
+namespace lb::eigen {
+namespace {
+
+bool data_grads(Pass pass) {
+  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
+}
+bool weight_grads(Pass pass) {
+  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
+}
+
+class EigenDenseBackward final : public Kernel {
+ public:
+  std::string supports(const Problem& p) const override { return dtype_reason(p); }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    d_ = p.dense();
+    relu_ = p.relu;
+    pass_ = p.pass;
+    threads_ = std::make_unique<Threads>(ctx.threads);
+    // One evaluation into scratch outputs fills the cache with Eigen's packing buffers (on
+    // diff_dst as it is: the ReLU's backward, which writes it, is run()'s).
+    AlignedBuffer<float> dx(size_t(d_.mb * d_.ic)), dw(size_t(d_.oc * d_.ic)), db(size_t(d_.oc));
+    gradients(ts, data_grads(pass_) ? dx.data() : nullptr, weight_grads(pass_) ? dw.data() : nullptr,
+              db.data());
+  }
+
+  void run(TensorSet& ts) override {
+    if (relu_ == Relu::separate || relu_ == Relu::inplace) {
+      const bool separate = relu_ == Relu::separate;
+      const ConstView<1> out(ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>(), d_.mb * d_.oc);
+      const ConstView<1> dy(ts.at(separate ? Arg::diff_relu_dst : Arg::diff_dst).as<float>(), d_.mb * d_.oc);
+      View<1> dz(ts.at(Arg::diff_dst).as<float>(), d_.mb * d_.oc);
+      dz.device(threads_->device()) = (out > 0.0f).select(dy, dy.constant(0.0f));
+    }
+    gradients(ts, data_grads(pass_) ? ts.at(Arg::diff_src).as<float>() : nullptr,
+              weight_grads(pass_) ? ts.at(Arg::diff_wei).as<float>() : nullptr,
+              weight_grads(pass_) ? ts.at(Arg::diff_bias).as<float>() : nullptr);
+  }
+
+  void release() override { threads_.reset(); }
+  size_t scratch_bytes() const override { return threads_ ? threads_->cached_bytes() : 0; }
+
+ private:
+  // The gradients into the outputs given (null: not computed), from dz: diff_dst, or for
+  // relu=fused diff_dst masked by dst, as an expression.
+  void gradients(const TensorSet& ts, float* dx_out, float* dw_out, float* db_out) const {
+    const auto& dev = threads_->device();
+    const ConstView<2> dy(ts.at(Arg::diff_dst).as<float>(), d_.mb, d_.oc);  // MB×OC
+    auto with = [&](const auto& dz) {
+      if (dx_out) {
+        const ConstView<2> w(ts.at(Arg::wei).as<float>(), d_.oc, d_.ic);
+        View<2>(dx_out, d_.mb, d_.ic).device(dev) = dz.contract(w, contract_dims(1, 0));
+      }
+      if (dw_out) {
+        const ConstView<2> x(ts.at(Arg::src).as<float>(), d_.mb, d_.ic);
+        View<2>(dw_out, d_.oc, d_.ic).device(dev) = dz.contract(x, contract_dims(0, 0));
+        View<1>(db_out, d_.oc).device(dev) = dz.sum(Eigen::array<Eigen::Index, 1>{0});
+      }
+    };
+    if (relu_ == Relu::fused) {
+      const ConstView<2> y(ts.at(Arg::dst).as<float>(), d_.mb, d_.oc);
+      with((y > 0.0f).select(dy, dy.constant(0.0f)));
+    } else {
+      with(dy);
+    }
+  }
+
+  Dense d_;
+  Relu relu_ = Relu::none;
+  Pass pass_ = Pass::bwd;
+  std::unique_ptr<Threads> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dense_backward() {
+  return std::make_unique<EigenDenseBackward>();
+}
+
+}  // namespace lb::eigen
