@@ -414,7 +414,7 @@ Network load_network(std::string_view name, int64_t batch, DType dt) {
   return net;
 }
 
-NetworkTotals totals(const Network& n) {
+NetworkTotals totals(const Network& n, Optimizer opt) {
   NetworkTotals t;
   t.activation_bytes = n.in_bytes;
   double widest = 0;
@@ -424,9 +424,11 @@ NetworkTotals totals(const Network& n) {
     t.macs += l.macs;
     t.activation_bytes += l.out_bytes;
     widest = std::max(widest, l.in_bytes + l.out_bytes);
+    if (l.problem) t.saved_bytes += model(*l.problem).saved_bytes;
   }
   t.inference_bytes = t.param_bytes + widest;
-  t.training_bytes = 2.0 * t.param_bytes + t.activation_bytes;
+  t.training_bytes =
+      training_memory(t.params, t.param_bytes, t.activation_bytes + t.saved_bytes, n.dt, opt).total();
   return t;
 }
 

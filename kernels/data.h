@@ -66,9 +66,10 @@ struct NetworkTotals {
   double activation_bytes = 0;  // every new buffer, input included
   int64_t macs = 0;
   double inference_bytes = 0;  // parameters + the largest input+output pair alive at once
-  double training_bytes = 0;   // parameters + gradients + every activation kept for backward
+  double saved_bytes = 0;      // kept beyond the activations (the model's saved_bytes per layer)
+  double training_bytes = 0;   // training_memory() (kernels/model.h): every activation and saved byte kept
 };
-NetworkTotals totals(const Network& n);
+NetworkTotals totals(const Network& n, Optimizer opt = Optimizer::sgd);
 
 std::string shape_string(const std::vector<int64_t>& dims);  // {64, 55, 55} -> "64x55x55"
 

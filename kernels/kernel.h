@@ -47,6 +47,10 @@ class Kernel {
   // After prepare(): bytes the kernel itself holds beyond the tensors it was given —
   // scratchpad or workspace, packed or reordered copies — on its own device.
   virtual size_t scratch_bytes() const { return 0; }
+  // After prepare(): of those, the bytes a training forward keeps for its backward (oneDNN's
+  // RNN workspace, cuDNN's reserve space, a gate cache): what the model's saved_bytes
+  // predicts. 0 where the backward needs only the pass's tensors (dense, conv2d).
+  virtual size_t saved_bytes() const { return 0; }
   // After prepare(): true where the kernel rounds its sums to the output's storage before
   // it adds the bias (cuDNN's unfused path in f16 / bf16: the convolution writes y, then
   // cudnnAddTensor adds b to it), one rounding more than the reference assumes, which

@@ -1,5 +1,6 @@
 #include "kernels/model.h"
 
+#include "kernels/common.h"
 #include "kernels/ops/traits.h"
 #include "kernels/tensor.h"
 
@@ -38,9 +39,48 @@ Model model(const Problem& p) {
     m.tensor_bytes += bytes(a.spec.arg, double(elements(a.spec.dims(p))));
   m.min_bytes = m.tensor_bytes;
   m.intensity = m.flops / m.min_bytes;
+  m.saved_bytes = op.saved_elements ? 4.0 * double(op.saved_elements(p)) : 0.0;
   m.inference_bytes = m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;
-  m.training_bytes = 2.0 * m.param_bytes + m.src_bytes + m.dst_bytes + m.relu_bytes;
+  m.training_bytes =
+      training_memory(m.params, m.param_bytes, m.src_bytes + m.dst_bytes + m.relu_bytes + m.saved_bytes, p.dt)
+          .total();
   return m;
+}
+
+std::string_view name(Optimizer o) {
+  switch (o) {
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::momentum:
+      return "momentum";
+    case Optimizer::adam:
+      return "adam";
+  }
+  return "?";
+}
+
+Optimizer parse_optimizer(std::string_view token) {
+  for (Optimizer o : kAllOptimizers)
+    if (name(o) == token) return o;
+  throw Error("optimizer '" + std::string(token) + "': expected sgd, momentum or adam");
+}
+
+TrainingMemory training_memory(int64_t params, double param_bytes, double kept_bytes, DType dt,
+                               Optimizer opt) {
+  TrainingMemory t;
+  t.parameters = param_bytes;
+  t.gradients = param_bytes;
+  const double copies = opt == Optimizer::sgd ? 0 : opt == Optimizer::momentum ? 1 : 2;
+  t.optimizer_state = copies * 4.0 * double(params);
+  t.master_weights = dt == DType::f16 || dt == DType::bf16 ? 4.0 * double(params) : 0.0;
+  t.kept = kept_bytes;
+  return t;
+}
+
+TrainingMemory training_memory(const Problem& p, Optimizer opt) {
+  const Model m = model(p);
+  return training_memory(m.params, m.param_bytes, m.src_bytes + m.dst_bytes + m.relu_bytes + m.saved_bytes,
+                         p.dt, opt);
 }
 
 std::string layer_type(const Problem& p) {

@@ -14,13 +14,16 @@
 // op's own (kernels/ops/), times the products a backward pass computes per forward
 // product (pass_macs: bwd 2×, train 3×). Memory:
 //   inference = parameters + input + output (+ the second buffer of a separate ReLU);
-//   training  = parameters + their gradients + the input kept for the backward pass
-//               + output (+ separate ReLU output; an in-place ReLU needs none, since
-//               its backward pass can use the output: the gradient is zero where it is).
+//   training  = training_memory() of the parameters and what the forward keeps for the
+//               backward pass: the input, the output (+ separate ReLU output; an in-place
+//               ReLU needs none, since its backward pass can use the output: the gradient
+//               is zero where it is), and what the op saves beyond them (saved_bytes: the
+//               LSTM's gates and cell states of every step).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "kernels/problem.h"
 
@@ -38,11 +41,33 @@ struct Model {
   double tensor_bytes = 0;    // the pass's tensors (pass_args: a backward pass's gradients too)
   double min_bytes = 0;       // every input read once, every output written once: tensor_bytes
   double intensity = 0;       // FLOPs per byte of min_bytes
+  double saved_bytes = 0;     // what a training forward keeps beyond input and output (OpTraits)
   double inference_bytes = 0;
-  double training_bytes = 0;
+  double training_bytes = 0;  // training_memory(...) with plain SGD
 };
 
 Model model(const Problem& p);
+
+// Optimizers by the state they keep per parameter, in f32 copies: sgd none, momentum one (the
+// velocity), adam two (the first and second moments).
+enum class Optimizer { sgd, momentum, adam };
+inline constexpr Optimizer kAllOptimizers[] = {Optimizer::sgd, Optimizer::momentum, Optimizer::adam};
+std::string_view name(Optimizer o);
+Optimizer parse_optimizer(std::string_view token);  // lb::Error naming the token and the choices
+
+// The memory of a training step: the one formula, for a layer (model()) and a network
+// (totals(), kernels/data.h). Parameters and their gradients (in the parameters' storage),
+// the optimizer's state (f32 copies), f32 master weights where the parameters are f16 or bf16
+// (mixed-precision training updates an f32 copy and rounds it), and the activations the
+// forward keeps for the backward pass (`kept`).
+struct TrainingMemory {
+  double parameters = 0, gradients = 0, optimizer_state = 0, master_weights = 0, kept = 0;
+  double total() const { return parameters + gradients + optimizer_state + master_weights + kept; }
+};
+TrainingMemory training_memory(int64_t params, double param_bytes, double kept_bytes, DType dt,
+                               Optimizer opt = Optimizer::sgd);
+// A layer's: its parameters, and input + output (+ separate ReLU output) + saved bytes kept.
+TrainingMemory training_memory(const Problem& p, Optimizer opt = Optimizer::sgd);
 
 // The layer type used in tables (the op's traits): dense, conv, depthwise, pointwise
 // (1×1, g=1) or lstm.

@@ -52,6 +52,9 @@ class SplitByPass final : public Kernel {
   size_t scratch_bytes() const override {
     return (forward_on_ ? forward_->scratch_bytes() : 0) + (backward_on_ ? backward_->scratch_bytes() : 0);
   }
+  size_t saved_bytes() const override {
+    return (forward_on_ ? forward_->saved_bytes() : 0) + (backward_on_ ? backward_->saved_bytes() : 0);
+  }
   bool rounds_before_bias() const override { return forward_on_ && forward_->rounds_before_bias(); }
 
  private:

@@ -39,7 +39,7 @@ const char* kUsage = R"(usage: layerbench <command> [options]
 
 commands:
   list                               backends built in; every kernel and the dtypes it supports
-  analyze <network | "problem line"> [--batch N] [--dtype D] [--training] [--json]
+  analyze <network | "problem line"> [--batch N] [--dtype D] [--training [--optimizer sgd|momentum|adam]] [--json]
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
         [--batch N] [--dtype D,...] [--dir P,...] [--seed N] [--threads N] [--full] [--max-macs N]
@@ -102,8 +102,19 @@ int cmd_list(const std::vector<std::string>& argv) {
   return 0;
 }
 
-void print_problem_model(const Problem& p, bool as_json, bool training) {
+// "parameters 1.00 + gradients 1.00 + ... MB": a training memory's parts, as a line.
+std::string training_parts(const TrainingMemory& t, Optimizer opt, std::string_view kept) {
+  std::string s =
+      "parameters " + fixed(t.parameters / kMB, 2) + " + gradients " + fixed(t.gradients / kMB, 2);
+  if (t.optimizer_state > 0)
+    s += " + " + std::string(name(opt)) + " state (f32) " + fixed(t.optimizer_state / kMB, 2);
+  if (t.master_weights > 0) s += " + f32 master weights " + fixed(t.master_weights / kMB, 2);
+  return s + " + " + std::string(kept) + " " + fixed(t.kept / kMB, 2);
+}
+
+void print_problem_model(const Problem& p, bool as_json, bool training, Optimizer opt) {
   const Model m = model(p);
+  const TrainingMemory train = training_memory(p, opt);
   if (as_json) {
     std::cout << "{\"problem\": " << json_string(print(p)) << ", \"type\": " << json_string(layer_type(p))
               << ", \"params\": " << m.params << ", \"param_bytes\": " << m.param_bytes
@@ -111,8 +122,8 @@ void print_problem_model(const Problem& p, bool as_json, bool training) {
               << ", \"relu_bytes\": " << m.relu_bytes << ", \"macs\": " << m.macs
               << ", \"macs_on_input\": " << m.macs_on_input << ", \"flops\": " << m.flops
               << ", \"min_bytes\": " << m.min_bytes << ", \"intensity\": " << m.intensity
-              << ", \"inference_bytes\": " << m.inference_bytes
-              << ", \"training_bytes\": " << m.training_bytes << "}\n";
+              << ", \"inference_bytes\": " << m.inference_bytes << ", \"saved_bytes\": " << m.saved_bytes
+              << ", \"training_bytes\": " << train.total() << ", \"optimizer\": \"" << name(opt) << "\"}\n";
     return;
   }
   Table t({"quantity", "value"}, {true, false});
@@ -130,13 +141,17 @@ void print_problem_model(const Problem& p, bool as_json, bool training) {
          with_commas(int64_t(m.flops))});
   t.add({"minimum bytes moved", with_commas(int64_t(m.min_bytes))});
   t.add({"arithmetic intensity (FLOP/B)", fixed(m.intensity, 2)});
-  t.add({training ? "training memory MB" : "inference memory MB",
-         fixed((training ? m.training_bytes : m.inference_bytes) / kMB, 3)});
+  if (training && m.saved_bytes > 0)
+    t.add({"kept for the backward beyond input and output MB", fixed(m.saved_bytes / kMB, 3)});
+  t.add({training ? "training memory MB (" + std::string(name(opt)) + ")" : "inference memory MB",
+         fixed((training ? train.total() : m.inference_bytes) / kMB, 3)});
   std::cout << t.str();
+  if (training)
+    std::cout << "training memory: " << training_parts(train, opt, "kept for the backward") << " MB\n";
 }
 
-void print_network(const Network& net, bool as_json, bool training) {
-  const NetworkTotals tot = totals(net);
+void print_network(const Network& net, bool as_json, bool training, Optimizer opt) {
+  const NetworkTotals tot = totals(net, opt);
   if (as_json) {
     std::ostringstream o;
     o << "{\"network\": " << json_string(net.name) << ", \"batch\": " << net.batch
@@ -172,9 +187,10 @@ void print_network(const Network& net, bool as_json, bool training) {
   std::cout << "MACs " << with_commas(tot.macs) << " (FLOPs = 2 x MACs = " << fixed(2.0 * double(tot.macs), 0)
             << ")\n";
   if (training)
-    std::cout << "memory (training): " << fixed(tot.training_bytes / kMB, 2) << " MB = parameters "
-              << fixed(tot.param_bytes / kMB, 2) << " + gradients " << fixed(tot.param_bytes / kMB, 2)
-              << " + activations kept for backward (input included) " << fixed(tot.activation_bytes / kMB, 2)
+    std::cout << "memory (training, " << name(opt) << "): " << fixed(tot.training_bytes / kMB, 2) << " MB = "
+              << training_parts(training_memory(tot.params, tot.param_bytes,
+                                                tot.activation_bytes + tot.saved_bytes, net.dt, opt),
+                                opt, "activations kept for backward (input included)")
               << "\n";
   else
     std::cout << "memory (inference): " << fixed(tot.inference_bytes / kMB, 2) << " MB = parameters "
@@ -183,13 +199,17 @@ void print_network(const Network& net, bool as_json, bool training) {
 }
 
 int cmd_analyze(const std::vector<std::string>& argv) {
-  const Args a = parse_args("analyze", argv, {"batch", "dtype"}, {"json", "training"});
+  const Args a = parse_args("analyze", argv, {"batch", "dtype", "optimizer"}, {"json", "training"});
   if (a.positional.size() != 1)
     throw Error("analyze: expected one network name or quoted problem line, got " +
                 std::to_string(a.positional.size()));
   const std::string& what = a.positional[0];
   const auto dtype_flag = a.get("dtype");
   const DType dt = dtype_flag ? parse_dtype(*dtype_flag) : DType::f32;
+  const auto optimizer_flag = a.get("optimizer");
+  if (optimizer_flag && !a.on("training"))
+    throw Error("analyze: --optimizer is a training step's; add --training");
+  const Optimizer opt = optimizer_flag ? parse_optimizer(*optimizer_flag) : Optimizer::sgd;
   if (looks_like_problem(what)) {
     Problem p = parse_problem(what);
     if (p.pass != Pass::fwd)
@@ -197,11 +217,11 @@ int cmd_analyze(const std::vector<std::string>& argv) {
                   ": the model is of the forward pass (--training adds what a training step keeps)");
     if (a.get("batch")) p = with_batch(p, a.integer("batch", 1));
     if (dtype_flag) p.dt = dt;
-    print_problem_model(p, a.on("json"), a.on("training"));
+    print_problem_model(p, a.on("json"), a.on("training"), opt);
     return 0;
   }
   const Network net = load_network(what, a.integer("batch", 1), dt);
-  print_network(net, a.on("json"), a.on("training"));
+  print_network(net, a.on("json"), a.on("training"), opt);
   return 0;
 }
 

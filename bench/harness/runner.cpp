@@ -341,10 +341,15 @@ void set_counters(benchmark::State& state, const Active& a, const Timed& t, doub
   k["lb_host_peak_bytes"] = peak_bytes;
   k["lb_tensor_bytes"] = double(a.session->tensors().bytes());
   k["lb_scratch_bytes"] = double(a.session->kernel().scratch_bytes());
+  k["lb_saved_bytes"] = double(a.session->kernel().saved_bytes());
   k["lb_pred_param_bytes"] = m.param_bytes;
   k["lb_pred_act_bytes"] = m.src_bytes + m.dst_bytes + m.relu_bytes;
   k["lb_pred_macs"] = double(m.macs);
   k["lb_pred_macs_on_input"] = double(m.macs_on_input);
+  if (c.problem.pass != Pass::fwd) {  // forward cases' records read as before
+    k["lb_pred_saved_bytes"] = m.saved_bytes;
+    k["lb_pred_train_bytes"] = m.training_bytes;
+  }
   k["lb_mistrusted"] = c.notes.status == Status::mistrusted ? 1 : 0;
   k["lb_batch"] = double(c.problem.batch());
   if (gpu) {

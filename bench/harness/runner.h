@@ -14,8 +14,12 @@
 //                     time on a CPU, and time runnable but waiting for one (100 = one thread)
 //   lb_host_peak_bytes  resident high-water mark above the pre-case baseline (also written as
 //                     Google Benchmark's max_bytes_used; no separate memory-manager run is made)
-//   lb_tensor_bytes   bytes of our tensors;  lb_scratch_bytes  what the kernel holds beyond them
-//   lb_pred_param_bytes, lb_pred_act_bytes, lb_pred_macs, lb_pred_macs_on_input  the analytic model
+//   lb_tensor_bytes   bytes of our tensors (the pass's: a backward pass's gradients too);
+//                     lb_scratch_bytes  what the kernel holds beyond them, lb_saved_bytes  of
+//                     that, what a training forward keeps for the backward (Kernel::saved_bytes)
+//   lb_pred_param_bytes, lb_pred_act_bytes, lb_pred_macs, lb_pred_macs_on_input  the analytic
+//                     model (MACs of the pass); a pass other than fwd adds lb_pred_saved_bytes and
+//                     lb_pred_train_bytes (kernels/model.h)
 //   lb_mistrusted     the verification verdict;  lb_rse_pct  the repetitions' relative standard error
 //   GPU cases add what the device's probe reports (kernels/device.h) and lb_host_wall_per_run_s.
 //

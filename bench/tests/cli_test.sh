@@ -49,7 +49,13 @@ expect 0 '^usage: layerbench' -- "$lb" help
 expect 0 'dense\.ref\.naive .*f32 tf32 f16 bf16 i8 f8' -- "$lb" list
 expect 0 'total .* 61,100,840 .* 714\.19' -- "$lb" analyze alexnet
 expect 0 'total .* 4,221,032 .* 568\.74' -- "$lb" analyze mobilenet_v1
-expect 0 'memory \(training\)' -- "$lb" analyze lstm_lm --batch 8 --training
+expect 0 'memory \(training, sgd\)' -- "$lb" analyze lstm_lm --batch 8 --training
+# One training-memory formula: optimizer state in f32 copies, f32 master weights under bf16,
+# the LSTM's saved gates and cell states (50 steps x 64 x 5 x 512 x 4 bytes = 32.768 MB).
+expect 0 'adam state \(f32\) 0\.13 \+ f32 master weights 0\.07 \+ kept for the backward' -- "$lb" analyze "dense mb=8 ic=128 oc=128" --dtype bf16 --training --optimizer adam
+expect 0 'kept for the backward beyond input and output MB +32\.768' -- "$lb" analyze "lstm mb=64 t=50 ic=512 hc=512" --training
+expect 2 "optimizer 'lamb': expected sgd, momentum or adam" -- "$lb" analyze alexnet --training --optimizer lamb
+expect 2 'analyze: --optimizer is a training step' -- "$lb" analyze alexnet --optimizer adam
 expect 0 '"params": 61100840' -- "$lb" analyze alexnet --json
 expect 0 'MACs +115,605,504' -- "$lb" analyze "conv2d mb=1 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 ph=1"
 expect 0 'parameter MB +2\.004' -- "$lb" analyze "dense mb=1 ic=1000 oc=1000" --dtype bf16

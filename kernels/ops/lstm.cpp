@@ -107,6 +107,13 @@ const OpTraits& lstm_traits() {
                 }},
       .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train},
       .no_pass = "an LSTM's data and weight gradients come out of one pass back through time; use dir=bwd",
+      // Per step, sample and layer: the four gates and the cell state; the h of every layer
+      // but the last (the last's is dst).
+      .saved_elements =
+          [](const Problem& p) {
+            const Lstm& s = p.lstm();
+            return s.t * s.mb * (s.l * 5 * s.hc + (s.l - 1) * s.hc);
+          },
   };
   return traits;
 }

@@ -83,6 +83,10 @@ struct OpTraits {
   std::string_view no_pass = {};
   // Inputs the backward passes do not read (dense, conv2d: the bias, which only shifts y).
   std::vector<Arg> not_in_backward = {};
+  // What a training forward keeps for the backward beyond the layer's input and output, in
+  // f32 elements (null: nothing; the LSTM: every step's gates and cell state, and the lower
+  // layers' h): the model's saved_bytes.
+  int64_t (*saved_elements)(const Problem& p) = nullptr;
 };
 
 const OpTraits& traits(Op op);
