@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""ctest -L bench: the host memory a training step takes is what the model says it holds.
+
+For a dense and a conv2d layer in dir=train (forward, then backward: kernels/ops/traits.h),
+on our cpu kernels and oneDNN's where built, relu=separate and relu=inplace, one thread:
+- the pass's tensors (lb_tensor_bytes) are the ones the pass reads and writes: the model's
+  prediction from the problem, counted here by hand;
+- the measured host peak above the case's baseline (lb_host_peak_bytes) is those tensors plus
+  what the kernel declares holding (lb_scratch_bytes, of which lb_saved_bytes) within page
+  slack (5 % + 1 MB);
+- relu=inplace saves what the model says against relu=separate: the separate ReLU's output r
+  and the gradient arriving at it, dr (the in-place step overwrites y with r, and dy with dz),
+  within 5 % + 0.5 MB.
+The LSTM layer the training-passes issue also names waits for an LSTM backward kernel (none
+computes dir=train yet: the reference is forward only); so do the saved bytes it would check.
+Exit 77 (ctest: skipped) when neither backend is built.
+
+usage: training_memory_test.py path/to/layerbench
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LB = sys.argv[1]
+listing = subprocess.run([LB, "list"], capture_output=True, text=True, check=True).stdout
+wanted = ["dense.cpu.default", "dense.onednn.default", "conv2d.cpu.default", "conv2d.onednn.default"]
+kernels = [k for k in wanted if any(line.split()[:1] == [k] for line in listing.splitlines())]
+if not kernels:
+    print("SKIPPED: neither the cpu nor the onednn backend is built")
+    sys.exit(77)
+
+DENSE = (64, 1024, 1024)  # mb, ic, oc
+CONV = (8, 32, 28, 32)  # mb, c, h=w, k; 3x3, pad 1: the output is as large as the input
+
+
+def tensors(op, relu):
+    """Bytes of the train pass's tensors (f32), by hand: inputs x, W, b and the gradient
+    arriving (dr under separate, else dy); outputs y (and r), dz under separate, dx, dW, db."""
+    if op == "dense":
+        mb, ic, oc = DENSE
+        x, w, b, y = mb * ic, oc * ic, oc, mb * oc
+    else:
+        mb, c, hw, k = CONV
+        x, w, b, y = mb * c * hw * hw, k * c * 9, k, mb * k * hw * hw
+    elements = x + w + b + y + y + x + w + b  # x W b dy | y dx dW db
+    if relu == "separate":
+        elements += y + y  # r and dr (dy, the gradient of y, is then an output: dz)
+    return 4 * elements
+
+
+failures = []
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "train.json")
+    mb, ic, oc = DENSE
+    cmb, c, hw, k = CONV
+    problems = [f"dense mb={mb} ic={ic} oc={oc} dir=train",
+                f"conv2d mb={cmb} ic={c} ih={hw} iw={hw} oc={k} kh=3 kw=3 ph=1 dir=train"]
+    suite = os.path.join(tmp, "train.txt")
+    with open(suite, "w") as f:
+        f.write("\n".join(problems) + "\n")
+    args = [LB, "run", "--suite", suite, "--kernel", ",".join(kernels), "--relu", "separate,inplace",
+            "--threads", "1", "--out", out, "--benchmark_min_time=0.05", "--benchmark_repetitions=1"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    print(r.stdout[-3000:], r.stderr[-2000:])
+    if r.returncode != 0:
+        failures.append(f"layerbench run exited {r.returncode}")
+    with open(out) as f:
+        runs = [x for x in json.load(f)["benchmarks"] if x.get("run_type") == "iteration"]
+
+by = {}
+for x in runs:
+    if x.get("error_occurred"):
+        failures.append(f"{x['lb_case']}: {x.get('error_message')}")
+        continue
+    kernel, _, problem, _ = x["lb_case"].split("/")
+    relu = "separate" if "separate" in x["lb_problem"] else "inplace"
+    by[(kernel, relu)] = x
+
+for (kernel, relu), x in sorted(by.items()):
+    op = kernel.split(".")[0]
+    held = x["lb_tensor_bytes"] + x["lb_scratch_bytes"]
+    peak = x["lb_host_peak_bytes"]
+    line = (f"{kernel} relu={relu} dir=train: tensors {x['lb_tensor_bytes'] / 1e6:.2f} MB (by hand "
+            f"{tensors(op, relu) / 1e6:.2f}), scratch {x['lb_scratch_bytes'] / 1e6:.2f} MB (saved "
+            f"{x['lb_saved_bytes'] / 1e6:.2f}), host peak {peak / 1e6:.2f} MB")
+    print(line)
+    if x["lb_tensor_bytes"] != tensors(op, relu):
+        failures.append(line + " (the pass's tensors are not the ones it reads and writes)")
+    if abs(peak - held) > 0.05 * held + 1e6:
+        failures.append(line + " (peak not within 5 % + 1 MB of tensors + scratch)")
+    other = by.get((kernel, "inplace"))
+    if relu == "separate" and other:
+        saved = peak - other["lb_host_peak_bytes"]
+        predicted = tensors(op, "separate") - tensors(op, "inplace")
+        print(f"  inplace saves {saved / 1e6:.2f} MB of host peak; the model: {predicted / 1e6:.2f} MB (r and dr)")
+        if abs(saved - predicted) > 0.05 * predicted + 0.5e6:
+            failures.append(f"{kernel}: relu=inplace saves {saved / 1e6:.2f} MB in train, "
+                            f"the model {predicted / 1e6:.2f} MB")
+
+expected = {(k, relu) for k in kernels for relu in ("separate", "inplace")}
+for missing in sorted(expected - set(by)):
+    failures.append(f"no result for {missing[0]} relu={missing[1]}")
+if failures:
+    print("FAILED:\n  " + "\n  ".join(failures))
+    sys.exit(1)
+print(f"training memory: {len(by)} cases as the model holds")
