@@ -19,6 +19,8 @@ from .results import Case, parse_problem, problem_without
 from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_ratio, fmt_time
 
 TYPE_ORDER = ["dense", "conv", "depthwise", "pointwise", "lstm"]
+# The passes in problem.h's order: inference, then a training step's parts and the whole step.
+PASS_ORDER = ["fwd", "fwd_train", "bwd_d", "bwd_w", "bwd", "train"]
 NETWORKS = ["alexnet", "mobilenet_v1", "lstm_lm"]
 BASE_DTYPE = "f32"
 # Resident memory is counted in 4 KiB pages and moves with the allocator; below this a
@@ -81,32 +83,38 @@ def bound_of(cs):
 
 
 
+def pass_rank(p: str) -> tuple:
+    return (PASS_ORDER.index(p) if p in PASS_ORDER else len(PASS_ORDER), p)
+
+
 def whitepaper(cases, dtype=BASE_DTYPE):
-    """Per layer type x (device, backend, threads): sums over the problems every row of that
-    type measured (so rows compare like with like), the fastest kernel of a backend per problem."""
-    t = Table([("layer type", "type"), ("device", "device"), ("backend", "backend"), ("threads", "threads"),
+    """Per layer type and pass (forward, backward data, backward weights, training step ...)
+    x (device, backend, threads): sums over the problems every row of that type and pass
+    measured (so rows compare like with like), the fastest kernel of a backend per problem."""
+    t = Table([("layer type", "type"), ("pass", "pass"), ("device", "device"), ("backend", "backend"), ("threads", "threads"),
                ("problems", "problems"), ("time Σ", "time_us_sum"), ("throughput GFLOP/s", "gflop_per_s"),
                ("% of peak (median)", "pct_peak_median"), ("bound", "bound"),
                ("% of its ceiling (median)", "pct_roof_median"), ("CPU util peak %", "cpu_util_peak_max"),
                ("host peak MB (max)", "host_peak_bytes_max"), ("device peak MB (max)", "device_peak_bytes_max"),
                ("GPU util % (median)", "gpu_util_avg_median")],
-              right=[False, False, False, True, True, True, True, True, False, True, True, True, True, True])
+              right=[False, False, False, False, True, True, True, True, True, False, True, True, True, True, True])
     own_set = []
-    by_type: dict[str, dict[tuple, dict[str, Case]]] = defaultdict(lambda: defaultdict(dict))
+    by_type: dict[tuple, dict[tuple, dict[str, Case]]] = defaultdict(lambda: defaultdict(dict))
     for c in cases:
         if not is_baseline(c, dtype):
             continue
-        d = by_type[c.type][row_label(c)]
+        d = by_type[(c.type, c.pass_name)][row_label(c)]
         if c.problem not in d or c.time_us < d[c.problem].time_us:
             d[c.problem] = c
-    for typ in sorted(by_type, key=type_rank):
-        rows = by_type[typ]
+    for typ, pass_name in sorted(by_type, key=lambda k: (type_rank(k[0]), pass_rank(k[1]))):
+        rows = by_type[(typ, pass_name)]
         common = set.intersection(*(set(d) for d in rows.values()))
+        where = typ if pass_name == "fwd" else f"{typ} {pass_name}"
         for key in sorted(rows, key=lambda k: (k[0], k[1], k[2] or 0)):
             d = rows[key]
             probs = common if common else set(d)
             if not common and len(rows) > 1:
-                own_set.append(f"{typ}/{row_name(key)}")
+                own_set.append(f"{where}/{row_name(key)}")
             cs = [d[p] for p in sorted(probs)]
             time_sum = sum(c.time_us for c in cs)
             flops = [c.flops for c in cs]
@@ -119,11 +127,11 @@ def whitepaper(cases, dtype=BASE_DTYPE):
             dev = _max(c.device_peak for c in cs)
             gpu = stats.median(c.value("lb_gpu_util_avg") for c in cs)
             device, backend, threads = key
-            t.add([typ, device, backend, threads or "—", len(cs), fmt_time(time_sum), fmt_num(gflops),
+            t.add([typ, pass_name, device, backend, threads or "—", len(cs), fmt_time(time_sum), fmt_num(gflops),
                    fmt_pct(pct), bound or "—", fmt_pct(roof), fmt_num(cpu_peak, 3), fmt_mb(host), fmt_mb(dev),
                    fmt_num(gpu)],
-                  [typ, device, backend, threads, len(cs), time_sum, gflops, pct, bound, roof, cpu_peak, host, dev,
-                   gpu])
+                  [typ, pass_name, device, backend, threads, len(cs), time_sum, gflops, pct, bound, roof, cpu_peak,
+                   host, dev, gpu])
     return t, own_set
 
 
@@ -177,17 +185,20 @@ def optimisations(cases):
                ("host peak Δ", "host_peak_pct"), ("device peak Δ", "device_peak_pct"), ("tensors Δ", "tensor_bytes_pct")],
               right=[False, False, False, False, True, True, True, True, True, True])
     for label, axis, variant, base in optimisation_axes(cases):
+        # Per pass: an in-place ReLU saves more in a training step (dz over dy too) than in the forward.
         groups = defaultdict(list)
         for a, b in pairs(cases, axis, variant, base):
-            groups[(a.type, a.device, a.backend)].append((a, b))
-        for (typ, device, backend) in sorted(groups, key=lambda k: (type_rank(k[0]), k[1], k[2])):
-            rs = pair_ratios(groups[(typ, device, backend)])
+            groups[(a.pass_name, a.type, a.device, a.backend)].append((a, b))
+        for key in sorted(groups, key=lambda k: (pass_rank(k[0]), type_rank(k[1]), k[2], k[3])):
+            pass_name, typ, device, backend = key
+            label_of_pass = label if pass_name == "fwd" else f"{label} ({pass_name})"
+            rs = pair_ratios(groups[key])
             agg = {m: stats.pct_change(stats.geomean([r[m] for r in rs])) for m in ("time", "host", "device", "tensors")}
             times = [stats.pct_change(r["time"]) for r in rs if r["time"] is not None]
             rng = f"{fmt_pct(min(times), True)} … {fmt_pct(max(times), True)}" if len(times) > 1 else "—"
-            t.add([label, typ, device, backend, len(rs), fmt_pct(agg["time"], True), rng, fmt_pct(agg["host"], True),
-                   fmt_pct(agg["device"], True), fmt_pct(agg["tensors"], True)],
-                  [label, typ, device, backend, len(rs), agg["time"], f"{min(times):.1f}..{max(times):.1f}" if times else "",
+            t.add([label_of_pass, typ, device, backend, len(rs), fmt_pct(agg["time"], True), rng,
+                   fmt_pct(agg["host"], True), fmt_pct(agg["device"], True), fmt_pct(agg["tensors"], True)],
+                  [label_of_pass, typ, device, backend, len(rs), agg["time"], f"{min(times):.1f}..{max(times):.1f}" if times else "",
                    agg["host"], agg["device"], agg["tensors"]])
     return t
 

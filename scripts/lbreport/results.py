@@ -137,6 +137,11 @@ class Case:
         return parse_problem(self.problem)[1]
 
     @property
+    def pass_name(self) -> str:
+        """The pass (dir=, problem.h): fwd unless the problem line names another."""
+        return self.keys.get("dir", "fwd")
+
+    @property
     def batch(self) -> int | None:
         b = self.value("lb_batch")
         if b:

@@ -74,6 +74,29 @@ class CpuOnly(unittest.TestCase):
             self.assertEqual(r["device_peak_bytes_max"], "")  # never invented on a CPU-only run
             self.assertEqual(r["gpu_util_avg_median"], "")
 
+    def test_whitepaper_rows_per_pass(self):
+        """A training pass of a problem is its own row under its layer type, after the forward's
+        (the cases here are the fixture's forward ones, relabelled: the grouping is the point)."""
+        import copy
+        from lbreport import analysis, results
+        cases = results.all_cases([results.load(fixture("cpu_run.json"))])
+        forward = [c for c in cases if analysis.is_baseline(c) and c.type == "conv"]
+        self.assertTrue(forward)
+        backward = []
+        for c in forward:
+            b = copy.copy(c)
+            b.problem = c.problem + " dir=bwd_w"
+            b.name = c.name + "-dir_bwd_w"
+            backward.append(b)
+        wp, _ = analysis.whitepaper(cases + backward)
+        col = {name: i for i, name in enumerate(wp.csv_headers)}
+        conv = [(raw[col["pass"]], raw[col["backend"]]) for raw in wp.raw if raw[col["type"]] == "conv"]
+        passes = [p for p, _ in conv]
+        self.assertEqual(passes, sorted(passes, key=analysis.pass_rank))  # fwd rows first
+        self.assertEqual({p for p, _ in conv}, {"fwd", "bwd_w"})
+        self.assertEqual(len([1 for p, _ in conv if p == "fwd"]), len([1 for p, _ in conv if p == "bwd_w"]))
+        self.assertEqual(analysis.whitepaper(cases)[0].raw, [r for r in wp.raw if r[col["pass"]] == "fwd"])
+
     def test_optimisations(self):
         rows = list(csv.DictReader(io.StringIO(read(os.path.join(self.out, "optimisations.csv")))))
         opts = {r["optimisation"] for r in rows}
