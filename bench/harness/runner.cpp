@@ -281,8 +281,8 @@ void count_repetition(benchmark::State& state, Case& c, double seconds, const Re
 }
 
 // The case's resident high-water mark above its baseline: set-up, or the timed runs
-// less the cold method's input copies and what verification left resident; plus the inputs lent by the case before, which
-// were resident (filled) before the baseline was taken.
+// less the cold method's input copies and what verification left resident; plus the inputs lent by the case
+// before, which were resident (filled) before the baseline was taken.
 double host_peak(const Active& a) {
   const size_t timed = rss_peak_bytes(), setup = a.setup_peak_rss, base = a.baseline_rss;
   const size_t timed_base = base + a.cold_copy_bytes + a.verify_bytes;

@@ -10,7 +10,9 @@ on our cpu kernels and oneDNN's where built, relu=separate and relu=inplace, one
   slack (5 % + 1 MB);
 - relu=inplace saves what the model says against relu=separate: the separate ReLU's output r
   and the gradient arriving at it, dr (the in-place step overwrites y with r, and dy with dz),
-  within 5 % + 0.5 MB.
+  within 5 % + 1 MB: resident memory moves in pages, and the allocator may hand a case pages
+  an earlier case left resident (CI saw 0.75 MB more saved than the model, the Zen 5 VM
+  0.05 MB, on 1.6 MB activations; these are 1 MB and more so that the two buffers stand out).
 The LSTM layer the training-passes issue also names waits for an LSTM backward kernel (none
 computes dir=train yet: the reference is forward only); so do the saved bytes it would check.
 Exit 77 (ctest: skipped) when neither backend is built.
@@ -31,8 +33,8 @@ if not kernels:
     print("SKIPPED: neither the cpu nor the onednn backend is built")
     sys.exit(77)
 
-DENSE = (64, 1024, 1024)  # mb, ic, oc
-CONV = (8, 32, 28, 32)  # mb, c, h=w, k; 3x3, pad 1: the output is as large as the input
+DENSE = (256, 1024, 1024)  # mb, ic, oc: y is 1 MB
+CONV = (16, 32, 28, 32)  # mb, c, h=w, k; 3x3, pad 1: y is as large as x, 1.6 MB
 
 
 def tensors(op, relu):
@@ -95,7 +97,7 @@ for (kernel, relu), x in sorted(by.items()):
         saved = peak - other["lb_host_peak_bytes"]
         predicted = tensors(op, "separate") - tensors(op, "inplace")
         print(f"  inplace saves {saved / 1e6:.2f} MB of host peak; the model: {predicted / 1e6:.2f} MB (r and dr)")
-        if abs(saved - predicted) > 0.05 * predicted + 0.5e6:
+        if abs(saved - predicted) > 0.05 * predicted + 1e6:
             failures.append(f"{kernel}: relu=inplace saves {saved / 1e6:.2f} MB in train, "
                             f"the model {predicted / 1e6:.2f} MB")
 

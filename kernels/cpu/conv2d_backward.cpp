@@ -3,8 +3,11 @@
 // group g (Cg = C/G input and Kg = K/G output channels, R×S taps, P×Q output pixels):
 //
 //   bwd_w   dW_g (Kg × Cg·R·S) += dz_g (Kg × P·Q) · col(x)ᵀ (P·Q × Cg·R·S): A = dz rows
-//           as given, B packed by an implicit im2col packer straight from x (no column
-//           matrix in memory); db[k] = Σ dz over pixels and images, beside it;
+//           as given; B, where Cg is a multiple of the micro-kernel's NR, packed straight
+//           from x transposed per image to H·W×Cg (a panel is NR channels of one tap: NR
+//           contiguous floats per pixel), dW then in (k, r, s, c) order and permuted at the
+//           end; else from a block of x's columns built per tap and packed by the driver;
+//           db[k] = Σ dz over pixels and images, beside it;
 //   bwd_d   at unit stride: our forward convolution (conv2d.cpp) of dz, padded by
 //           (R − 1)·DH − PH, with W transposed per group and flipped (what a transposed
 //           convolution is), dz copied into its input and its output into dx (two passes
@@ -21,14 +24,13 @@
 // Prediction (f32, 3×3, C = K = 64, 56×56, batch 32, the 2-core AMD EPYC Zen 5 VM, one
 // thread): bwd_d through the forward runs at the forward's rate plus two copies (~3 %);
 // bwd_w's GEMM (M = Kg = 64, N = Cg·R·S = 576, K = a block of 256 pixels) near its forward
-// rate, plus building x's columns (a copy per tap) and the driver's transposing pack of them
-// (as many elements again): ~0.8× the forward.
+// rate, plus building B's panels (a copy of NR floats per tap and pixel from x in H·W×C,
+// itself one transposing pass over x per image): ~0.85× the forward.
 // Measured there (one run of `layerbench run --dir fwd,bwd_d,bwd_w --threads 1`, 2026-12-07):
-// forward 41.8 ms (84 % of peak), bwd_d 41.1 ms (85 %), bwd_w 66.2 ms (53 %); oneDNN 2.6's
-// 47.8, 41.3 and 42.6 ms: ours 1.01× its speed in bwd_d, 0.64× in bwd_w (perf: the
-// micro-kernel ~half of bwd_w's time, the column copies and their transposing pack a third
-// — what building B's panels straight from x in NHWC would save). The im2col path for
-// bwd_d, before the forward took it: 59.4 ms (0.71×).
+// forward 37.8 ms (92 % of peak), bwd_d 40.6 ms (85 %), bwd_w 53.0 ms (66 %); oneDNN 2.6's
+// 44.2, 39.3 and 44.3 ms: ours 0.97× its speed in bwd_d and 0.84× in bwd_w. Before: bwd_w
+// over a column matrix in pixel rows, packed by the driver's transpose, 66.2 ms (0.64×;
+// perf: that copy and transpose a third of the time); bwd_d by im2col + col2im, 59.4 ms.
 #include <algorithm>
 #include <vector>
 
@@ -72,8 +74,14 @@ class Conv2dBackward final : public Kernel {
     col_ = AlignedBuffer<float>(size_t(threads_ * crs * kPixelBlock));
     forward_.reset();
     if (data_grads(pass_)) prepare_forward(ts, ctx);
-    if (weight_grads(pass_) && threads_ > 1)
+    channels_last_ = weight_grads(pass_) && (c_.ic / G) % f32_tile(isa_).nr == 0;
+    if (channels_last_) {  // every thread's dW in (k, r, s, c) order, and its image's x as H·W×Cg
+      partial_dw_ = AlignedBuffer<float>(size_t(threads_ * c_.oc * crs));
+      xt_ = AlignedBuffer<float>(size_t(threads_ * c_.ih * c_.iw * (c_.ic / G)));
+      pixel_at_ = std::vector<int64_t>(size_t(threads_ * 2 * kPixelBlock));
+    } else if (weight_grads(pass_) && threads_ > 1) {
       partial_dw_ = AlignedBuffer<float>(size_t((threads_ - 1) * c_.oc * crs));
+    }
     ws_ = Workspace(isa_, threads_, true, true);
   }
 
@@ -82,7 +90,12 @@ class Conv2dBackward final : public Kernel {
     const int64_t N = c_.mb;
     pool_->run([&](int tid, int n_threads) {
       const int64_t n0 = N * tid / n_threads, n1 = N * (tid + 1) / n_threads;
-      if (weight_grads(pass_)) {
+      if (channels_last_) {
+        float* dw = partial_dw_.data() + tid * dw_elements();
+        if (n0 == n1) std::fill(dw, dw + dw_elements(), 0.0f);
+        for (int64_t n = n0; n < n1; ++n)
+          weights_of_image_hwc(ts, dz, n, dw, n > n0, tid);
+      } else if (weight_grads(pass_)) {
         float* dw =
             tid == 0 ? ts.at(Arg::diff_wei).as<float>() : partial_dw_.data() + (tid - 1) * dw_elements();
         if (n0 == n1) std::fill(dw, dw + dw_elements(), 0.0f);
@@ -94,7 +107,20 @@ class Conv2dBackward final : public Kernel {
           data_of_image(ts, dz, n, tid);
     });
     if (data_grads(pass_) && forward_) data_by_forward(ts, dz);
-    if (weight_grads(pass_)) {
+    if (channels_last_) {
+      // The threads' dW, summed, from (k, r, s, c) into ours, (k, c, r, s).
+      float* dw = ts.at(Arg::diff_wei).as<float>();
+      const int64_t Cg = c_.ic / c_.g, RS = c_.kh * c_.kw;
+      for (int64_t k = 0; k < c_.oc; ++k)
+        for (int64_t rs = 0; rs < RS; ++rs)
+          for (int64_t ci = 0; ci < Cg; ++ci) {
+            float sum = 0.0f;
+            for (int t = 0; t < threads_; ++t)
+              sum += partial_dw_.data()[t * dw_elements() + (k * RS + rs) * Cg + ci];
+            dw[(k * Cg + ci) * RS + rs] = sum;
+          }
+      bias_gradient(ts, dz);
+    } else if (weight_grads(pass_)) {
       float* dw = ts.at(Arg::diff_wei).as<float>();
       for (int t = 1; t < threads_; ++t) {
         const float* part = partial_dw_.data() + (t - 1) * dw_elements();
@@ -111,6 +137,8 @@ class Conv2dBackward final : public Kernel {
     forward_ts_ = {};
     packed_wt_.clear();
     col_ = {};
+    xt_ = {};
+    pixel_at_.clear();
     partial_dw_ = {};
     ws_ = {};
     pool_.reset();
@@ -123,7 +151,8 @@ class Conv2dBackward final : public Kernel {
            (relu_ == Relu::fused ? ", mask in the packers" : "");
   }
   size_t scratch_bytes() const override {
-    size_t bytes = ws_.bytes() + col_.bytes() + partial_dw_.bytes();
+    size_t bytes =
+        ws_.bytes() + col_.bytes() + partial_dw_.bytes() + xt_.bytes() + pixel_at_.size() * sizeof(int64_t);
     for (const Packed& p : packed_wt_)
       bytes += p.bytes();
     if (forward_) bytes += forward_ts_.bytes() + forward_->scratch_bytes();
@@ -242,6 +271,75 @@ class Conv2dBackward final : public Kernel {
     }
   }
 
+  // The same for Cg a multiple of the micro-kernel's NR (channels_last_), with dW in (k, r, s,
+  // c) order: x_n's group transposed once into H·W×Cg (xt_), so that a panel of NR columns (one
+  // tap, NR channels) at a pixel is NR contiguous floats of it — B's panels are copies, not
+  // the transposing pack of a column matrix.
+  void weights_of_image_hwc(const TensorSet& ts, const float* dz, int64_t n, float* dw, bool accumulate,
+                            int tid) {
+    const Conv2d& c = c_;
+    const int64_t G = c.g, Cg = c.ic / G, Kg = c.oc / G, S = c.kw, Q = c.ow(), PQ = c.oh() * Q;
+    const int64_t H = c.ih, W = c.iw, HW = H * W, crs = Cg * c.kh * S;
+    const float* x = ts.at(Arg::src).as<float>();
+    float* xt = xt_.data() + tid * HW * Cg;
+    int64_t* at = pixel_at_.data() + tid * 2 * kPixelBlock;  // per pixel of a block: its window's h, w
+    for (int64_t g = 0; g < G; ++g) {
+      const float* xg = x + (n * c.ic + g * Cg) * HW;
+      for (int64_t c0 = 0; c0 < Cg; c0 += 16)  // 16×16 blocks: both sides stay in cache lines
+        for (int64_t i0 = 0; i0 < HW; i0 += 16)
+          for (int64_t ci = c0; ci < std::min(c0 + 16, Cg); ++ci)
+            for (int64_t i = i0; i < std::min(i0 + 16, HW); ++i)
+              xt[i * Cg + ci] = xg[ci * HW + i];
+      for (int64_t b0 = 0; b0 < PQ; b0 += kPixelBlock) {
+        const int64_t nb = std::min(kPixelBlock, PQ - b0);
+        for (int64_t i = 0; i < nb; ++i) {
+          at[2 * i] = (b0 + i) / Q * c.sh - c.ph;
+          at[2 * i + 1] = (b0 + i) % Q * c.sw - c.pw;
+        }
+        // B(column j = (r, s, ci), depth i) = xt[(h + r·DH)·W + w + s·DW][ci], 0 outside.
+        auto pack_b = [&](int64_t j0, int64_t count, int64_t k0, int64_t kc, int nr, float* dst) {
+          for (int64_t panel = 0; panel * nr < count; ++panel) {
+            const int64_t j = j0 + panel * nr, tap = j / Cg, c_first = j % Cg;
+            const int64_t dh = tap / S * c.dh, ds = tap % S * c.dw;
+            float* out = dst + panel * kc * nr;
+            const bool whole = count - panel * nr >= nr && c_first + nr <= Cg;
+            for (int64_t k = 0; k < kc; ++k) {
+              float* row = out + k * nr;
+              const int64_t h0 = at[2 * (k0 + k)], w0 = at[2 * (k0 + k) + 1];
+              if (whole) {  // one tap, nr channels: a copy, or zeros over the padding
+                const int64_t h = h0 + dh, w = w0 + ds;
+                if (h < 0 || h >= H || w < 0 || w >= W)
+                  std::fill(row, row + nr, 0.0f);
+                else
+                  std::copy(xt + (h * W + w) * Cg + c_first, xt + (h * W + w) * Cg + c_first + nr, row);
+                continue;
+              }
+              for (int jj = 0; jj < nr; ++jj) {  // the last panel: column by column
+                const int64_t jc = j + jj, t2 = jc / Cg;
+                const int64_t h = h0 + t2 / S * c.dh, w = w0 + t2 % S * c.dw;
+                const bool in = panel * nr + jj < count && h >= 0 && h < H && w >= 0 && w < W;
+                row[jj] = in ? xt[(h * W + w) * Cg + jc % Cg] : 0.0f;
+              }
+            }
+          }
+        };
+        const PackFn pack_b_ref(pack_b);
+        const int64_t base = (n * c.oc + g * Kg) * PQ + b0;  // dz_g's first pixel of the block
+        const auto pack_a = dz_packer(dz, base, PQ, 1);
+        const PackFn pack_a_ref(pack_a);
+        Operand a, b;
+        if (dz)
+          a.strided = Strided{dz + base, PQ, 1};
+        else
+          a.pack = &pack_a_ref;
+        b.pack = &pack_b_ref;
+        Epilogue ep;
+        ep.accumulate = accumulate || b0 > 0;
+        gemm_f32_serial(isa_, Kg, crs, nb, a, b, dw + g * Kg * crs, crs, ep, ws_, tid);
+      }
+    }
+  }
+
   // dW (+)= Σ_g dz_g · col(x_n)ᵀ for image n, into dw (accumulate: add to it from the start),
   // a block of output pixels at a time: the block's columns of x (Cg·R·S rows of nb) built
   // in col_, then one GEMM as deep as the block.
@@ -357,6 +455,9 @@ class Conv2dBackward final : public Kernel {
   AlignedBuffer<float> col_;         // per thread: crs × kPixelBlock, x's columns (bwd_w) or dcol (bwd_d)
   AlignedBuffer<float> partial_dw_;  // threads 1.. : their own dW (bwd_w)
   Workspace ws_;
+  bool channels_last_ = false;       // bwd_w by weights_of_image_hwc
+  AlignedBuffer<float> xt_;          // per thread: an image's group of x as H·W×Cg (channels_last_)
+  std::vector<int64_t> pixel_at_;    // per thread: a pixel block's window corners (channels_last_)
   std::unique_ptr<Kernel> forward_;  // bwd_d by our forward convolution, and its tensors
   TensorSet forward_ts_;
   const float* dy_ = nullptr;  // relu=fused: the arriving gradient and the forward's y

@@ -1,6 +1,7 @@
 #include "kernels/eigen/common.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/common.h"
 
@@ -100,6 +101,63 @@ void relu_pass(Relu relu, TensorSet& ts, const Threads& threads) {
                                  for (Eigen::Index i = first; i < last; ++i)
                                    out[i] = std::max(y[i], 0.0f);
                                });
+}
+
+void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads) {
+  if (relu != Relu::inplace && relu != Relu::separate) return;
+  const bool separate = relu == Relu::separate;
+  const float* out = ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>();
+  const float* dy = ts.at(separate ? Arg::diff_relu_dst : Arg::diff_dst).as<float>();
+  float* dz = ts.at(Arg::diff_dst).as<float>();
+  threads.device().parallelFor(ts.at(Arg::diff_dst).elements(), Eigen::TensorOpCost(8, 4, 1),
+                               [out, dy, dz](Eigen::Index first, Eigen::Index last) {
+                                 for (Eigen::Index i = first; i < last; ++i)
+                                   dz[i] = out[i] > 0.0f ? dy[i] : 0.0f;
+                               });
+}
+
+void im2col_rows(const Conv2d& c, const float* x, float* col, int64_t first, int64_t last) {
+  const int64_t H = c.ih, W = c.iw, P = c.oh(), Q = c.ow(), R = c.kh, S = c.kw;
+  for (int64_t row = first; row < last; ++row) {
+    const int64_t ch = row / (R * S), r = row / S % R, s = row % S;
+    const float* plane = x + ch * H * W;
+    float* out = col + row * P * Q;
+    const Range ps = valid_range(H, P, c.sh, c.ph, r * c.dh);
+    const Range qs = valid_range(W, Q, c.sw, c.pw, s * c.dw);
+    std::memset(out, 0, sizeof(float) * size_t(ps.first * Q));
+    for (int64_t p = ps.first; p < ps.last; ++p) {
+      float* o = out + p * Q;
+      const int64_t in = (p * c.sh - c.ph + r * c.dh) * W - c.pw + s * c.dw;  // plane[in + q·SW] feeds q
+      std::memset(o, 0, sizeof(float) * size_t(qs.first));
+      if (c.sw == 1) {
+        std::memcpy(o + qs.first, plane + in + qs.first, sizeof(float) * size_t(qs.last - qs.first));
+      } else {
+        for (int64_t q = qs.first; q < qs.last; ++q)
+          o[q] = plane[in + q * c.sw];
+      }
+      std::memset(o + qs.last, 0, sizeof(float) * size_t(Q - qs.last));
+    }
+    std::memset(out + ps.last * Q, 0, sizeof(float) * size_t((P - ps.last) * Q));
+  }
+}
+
+void col2im_channels(const Conv2d& c, const float* col, float* x, int64_t first, int64_t last) {
+  const int64_t H = c.ih, W = c.iw, Q = c.ow(), R = c.kh, S = c.kw;
+  for (int64_t ch = first; ch < last; ++ch) {
+    float* plane = x + ch * H * W;
+    std::fill(plane, plane + H * W, 0.0f);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) {
+        const float* row = col + ((ch * R + r) * S + s) * c.oh() * Q;
+        const Range ps = valid_range(H, c.oh(), c.sh, c.ph, r * c.dh);
+        const Range qs = valid_range(W, Q, c.sw, c.pw, s * c.dw);
+        for (int64_t p = ps.first; p < ps.last; ++p) {
+          const int64_t in = (p * c.sh - c.ph + r * c.dh) * W - c.pw + s * c.dw;
+          for (int64_t q = qs.first; q < qs.last; ++q)
+            plane[in + q * c.sw] += row[p * Q + q];
+        }
+      }
+  }
 }
 
 }  // namespace lb::eigen

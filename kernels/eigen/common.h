@@ -132,5 +132,16 @@ void row_gemv(const Threads& threads, const float* w, int64_t n, int64_t k, cons
 
 // relu=inplace: dst := max(dst, 0); relu=separate: relu_dst := max(dst, 0); else nothing.
 void relu_pass(Relu relu, TensorSet& ts, const Threads& threads);
+// The ReLU's backward in front of a backward pass (kernels/ops/traits.h): relu=separate:
+// diff_dst := diff_relu_dst where relu_dst > 0, else 0; relu=inplace: the same over diff_dst
+// from dst; else nothing. A plain loop split over the pool, as relu_pass.
+void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads);
+
+// Rows [first, last) of one image's column matrix col (C·R·S × P·Q) from x (C × H × W):
+// col[(c·R + r)·S + s][p·Q + q] = x[c][p·SH − PH + r·DH][q·SW − PW + s·DW], 0 outside.
+void im2col_rows(const Conv2d& c, const float* x, float* col, int64_t first, int64_t last);
+// Its adjoint for channels [first, last): x[c] = Σ over (r, s) of col's rows added where the
+// taps land (x's planes are zeroed first).
+void col2im_channels(const Conv2d& c, const float* col, float* x, int64_t first, int64_t last);
 
 }  // namespace lb::eigen

@@ -101,31 +101,7 @@ class EigenConv2dIm2col final : public Kernel {
                            [this](Eigen::Index first, Eigen::Index last) { im2col_rows(first, last); });
   }
 
-  void im2col_rows(int64_t first, int64_t last) const {
-    const Conv2d& c = c_;
-    const int64_t H = c.ih, W = c.iw, P = c.oh(), Q = c.ow(), R = c.kh, S = c.kw;
-    for (int64_t row = first; row < last; ++row) {
-      const int64_t ch = row / (R * S), r = row / S % R, s = row % S;
-      const float* plane = x_ + ch * H * W;
-      float* out = col_data_ + row * P * Q;
-      const Range ps = valid_range(H, P, c.sh, c.ph, r * c.dh);
-      const Range qs = valid_range(W, Q, c.sw, c.pw, s * c.dw);
-      std::memset(out, 0, sizeof(float) * size_t(ps.first * Q));
-      for (int64_t p = ps.first; p < ps.last; ++p) {
-        float* o = out + p * Q;
-        const int64_t in = (p * c.sh - c.ph + r * c.dh) * W - c.pw + s * c.dw;  // plane[in + q·SW] feeds q
-        std::memset(o, 0, sizeof(float) * size_t(qs.first));
-        if (c.sw == 1) {
-          std::memcpy(o + qs.first, plane + in + qs.first, sizeof(float) * size_t(qs.last - qs.first));
-        } else {
-          for (int64_t q = qs.first; q < qs.last; ++q)
-            o[q] = plane[in + q * c.sw];
-        }
-        std::memset(o + qs.last, 0, sizeof(float) * size_t(Q - qs.last));
-      }
-      std::memset(out + ps.last * Q, 0, sizeof(float) * size_t((P - ps.last) * Q));
-    }
-  }
+  void im2col_rows(int64_t first, int64_t last) const { eigen::im2col_rows(c_, x_, col_data_, first, last); }
 
   Conv2d c_;
   Relu relu_ = Relu::none;

@@ -4,9 +4,9 @@
 //   dW (OC×IC) = dz contracted with x (MB×IC) over MB (Eigen packs both per call, as in the
 //   forward: no transposed copy of ours);
 //   db (OC)    = dz summed over MB.
-// dz: diff_dst as given (relu=none); after the ReLU's backward, (r > 0).select(dr, 0), into
-// diff_dst (separate) or over it (inplace); for relu=fused that select is the contraction's
-// operand itself, which Eigen evaluates as it packs. f32 only. Threads: Eigen's pool, as the
+// dz: diff_dst as given (relu=none); after the ReLU's backward (relu_backward_pass, a loop)
+// into diff_dst (separate) or over it (inplace); for relu=fused (y > 0).select(dy, 0) is the
+// contraction's operand itself, which Eigen evaluates as it packs. f32 only. Threads: Eigen's pool, as the
 // forward (kernels/eigen/common.h).
 #include "kernels/eigen/common.h"
 #include "kernels/eigen/kernels.h"
@@ -38,13 +38,7 @@ class EigenDenseBackward final : public Kernel {
   }
 
   void run(TensorSet& ts) override {
-    if (relu_ == Relu::separate || relu_ == Relu::inplace) {
-      const bool separate = relu_ == Relu::separate;
-      const ConstView<1> out(ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>(), d_.mb * d_.oc);
-      const ConstView<1> dy(ts.at(separate ? Arg::diff_relu_dst : Arg::diff_dst).as<float>(), d_.mb * d_.oc);
-      View<1> dz(ts.at(Arg::diff_dst).as<float>(), d_.mb * d_.oc);
-      dz.device(threads_->device()) = (out > 0.0f).select(dy, dy.constant(0.0f));
-    }
+    relu_backward_pass(relu_, ts, *threads_);
     gradients(ts, data_grads(pass_) ? ts.at(Arg::diff_src).as<float>() : nullptr,
               weight_grads(pass_) ? ts.at(Arg::diff_wei).as<float>() : nullptr,
               weight_grads(pass_) ? ts.at(Arg::diff_bias).as<float>() : nullptr);

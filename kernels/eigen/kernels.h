@@ -10,6 +10,7 @@ namespace lb::eigen {
 std::unique_ptr<Kernel> make_dense();
 std::unique_ptr<Kernel> make_dense_backward();  // dense_backward.cpp: its backward passes
 std::unique_ptr<Kernel> make_conv2d();
+std::unique_ptr<Kernel> make_conv2d_backward();  // conv2d_backward.cpp: its backward passes
 std::unique_ptr<Kernel> make_depthwise_conv2d();
 std::unique_ptr<Kernel> make_lstm();
 

@@ -23,8 +23,9 @@ void register_eigen(Registry& r) {
   r.add({.id = "conv2d.eigen.im2col",
          .idea = "im2col + Eigen tensor contraction per image and group",
          .accumulation = "f32",
-         .multithreaded = true},
-        [] { return make_conv2d(); });
+         .multithreaded = true,
+         .passes = {std::begin(kAllPasses), std::end(kAllPasses)}},
+        [] { return split_by_pass(make_conv2d(), make_conv2d_backward()); });
   r.add({.id = "conv2d.eigen.depthwise",
          .idea = "per-plane Eigen array expressions, one per filter tap",
          .accumulation = "f32",

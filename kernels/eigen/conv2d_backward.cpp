@@ -1,0 +1,161 @@
+// conv2d.eigen.im2col's backward passes (bwd_d, bwd_w, bwd; train after its forward), on the
+// forward's column matrix (conv2d.cpp; im2col_rows and its adjoint col2im_channels in
+// common.h), per image n and group g:
+//   dW_g (K/G × C/G·R·S) += dz_g (K/G × P·Q) contracted with col_g (C/G·R·S × P·Q) over P·Q;
+//   dcol_g (C/G·R·S × P·Q) = W_g (K/G × C/G·R·S) contracted with dz_g over K/G, then
+//   dx_n = col2im(dcol): the column matrix's adjoint adds each tap's row where it landed;
+//   db = dz summed over images and pixels.
+// dz as in dense_backward.cpp (the ReLU's backward a loop, relu=fused a select as the
+// contraction's operand). One image's column matrix is held from prepare() on. f32 only.
+// Threads: Eigen's pool for the contractions, our loops split by its cost model.
+#include "kernels/eigen/common.h"
+#include "kernels/eigen/kernels.h"
+#include "kernels/ops/traits.h"
+
+namespace lb::eigen {
+namespace {
+
+bool data_grads(Pass pass) {
+  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
+}
+bool weight_grads(Pass pass) {
+  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
+}
+
+class EigenConv2dBackward final : public Kernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = dtype_reason(p); !why.empty()) return why;
+    if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's (forward only)";
+    const Conv2d& c = p.conv();
+    const long double columns = (long double)c.ic * c.kh * c.kw * c.oh() * c.ow();
+    if (columns > 0x1p48L)
+      return "the im2col matrix would have " + power_of_two(columns) + " elements (more than 2^48)";
+    return {};
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    c_ = p.conv();
+    relu_ = p.relu;
+    pass_ = p.pass;
+    threads_ = std::make_unique<Threads>(ctx.threads);
+    col_ = AlignedBuffer<float>(size_t(c_.ic * c_.kh * c_.kw * c_.oh() * c_.ow()));
+    // One group's contractions into scratch outputs fill the cache with Eigen's packing
+    // buffers (every image and group has the same shapes), on diff_dst as it is.
+    const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw;
+    AlignedBuffer<float> dw(size_t(Kg * crs));
+    if (weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data(), false);
+    if (data_grads(pass_)) columns_of_group(ts, 0, 0);
+  }
+
+  void run(TensorSet& ts) override {
+    relu_backward_pass(relu_, ts, *threads_);
+    const int64_t C = c_.ic, K = c_.oc, HW = c_.ih * c_.iw, Kg = K / c_.g, crs = C / c_.g * c_.kh * c_.kw;
+    for (int64_t n = 0; n < c_.mb; ++n) {
+      if (weight_grads(pass_)) {
+        im2col(ts.at(Arg::src).as<float>() + n * C * HW);
+        for (int64_t g = 0; g < c_.g; ++g)
+          weights_of_group(ts, n, g, ts.at(Arg::diff_wei).as<float>() + g * Kg * crs, n > 0);
+      }
+      if (data_grads(pass_)) {
+        for (int64_t g = 0; g < c_.g; ++g)
+          columns_of_group(ts, n, g);
+        col2im(ts.at(Arg::diff_src).as<float>() + n * C * HW);
+      }
+    }
+    if (weight_grads(pass_)) bias_gradient(ts);
+  }
+
+  void release() override {
+    threads_.reset();
+    col_ = AlignedBuffer<float>();
+  }
+  size_t scratch_bytes() const override { return threads_ ? threads_->cached_bytes() + col_.bytes() : 0; }
+
+ private:
+  // dz_g of image n (K/G × P·Q) handed to f: diff_dst, or for relu=fused masked by dst.
+  template <class F>
+  void with_dz(const TensorSet& ts, int64_t n, int64_t g, F f) const {
+    const int64_t Kg = c_.oc / c_.g, PQ = c_.oh() * c_.ow(), at = (n * c_.oc + g * Kg) * PQ;
+    const ConstView<2> dy(ts.at(Arg::diff_dst).as<float>() + at, Kg, PQ);
+    if (relu_ == Relu::fused) {
+      const ConstView<2> y(ts.at(Arg::dst).as<float>() + at, Kg, PQ);
+      f((y > 0.0f).select(dy, dy.constant(0.0f)));
+    } else {
+      f(dy);
+    }
+  }
+
+  // dW_g (K/G × C/G·R·S) (+)= dz_g · col_gᵀ, from the column matrix of image n in col_.
+  void weights_of_group(const TensorSet& ts, int64_t n, int64_t g, float* dw, bool accumulate) const {
+    const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
+    const ConstView<2> col(col_.data() + g * crs * PQ, crs, PQ);
+    View<2> w(dw, Kg, crs);
+    with_dz(ts, n, g, [&](const auto& dz) {
+      if (accumulate)
+        w.device(threads_->device()) += dz.contract(col, contract_dims(1, 1));
+      else
+        w.device(threads_->device()) = dz.contract(col, contract_dims(1, 1));
+    });
+  }
+
+  // dcol_g (C/G·R·S × P·Q) = W_gᵀ · dz_g into col_.
+  void columns_of_group(const TensorSet& ts, int64_t n, int64_t g) {
+    const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
+    const ConstView<2> w(ts.at(Arg::wei).as<float>() + g * Kg * crs, Kg, crs);
+    View<2> dcol(col_.data() + g * crs * PQ, crs, PQ);
+    with_dz(ts, n, g,
+            [&](const auto& dz) { dcol.device(threads_->device()) = w.contract(dz, contract_dims(0, 0)); });
+  }
+
+  void im2col(const float* x) {
+    const int64_t rows = c_.ic * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
+    float* col = col_.data();
+    const Conv2d& c = c_;
+    threads_->parallel_for(
+        rows, 8.0 * double(PQ), double(PQ),
+        [&c, x, col](Eigen::Index first, Eigen::Index last) { im2col_rows(c, x, col, first, last); });
+  }
+
+  void col2im(float* dx) {
+    const int64_t taps = c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
+    const float* col = col_.data();
+    const Conv2d& c = c_;
+    threads_->parallel_for(
+        c_.ic, 8.0 * double(taps * PQ), double(taps * PQ),
+        [&c, col, dx](Eigen::Index first, Eigen::Index last) { col2im_channels(c, col, dx, first, last); });
+  }
+
+  void bias_gradient(TensorSet& ts) const {
+    const int64_t K = c_.oc, PQ = c_.oh() * c_.ow(), N = c_.mb;
+    float* db = ts.at(Arg::diff_bias).as<float>();
+    const float* dy = ts.at(Arg::diff_dst).as<float>();
+    const float* y = relu_ == Relu::fused ? ts.at(Arg::dst).as<float>() : nullptr;
+    threads_->parallel_for(K, 4.0 * double(N * PQ), double(N * PQ),
+                           [=](Eigen::Index first, Eigen::Index last) {
+                             for (Eigen::Index k = first; k < last; ++k) {
+                               float sum = 0.0f;
+                               for (int64_t n = 0; n < N; ++n)
+                                 for (int64_t i = 0; i < PQ; ++i) {
+                                   const int64_t at = (n * K + k) * PQ + i;
+                                   sum += y && !(y[at] > 0.0f) ? 0.0f : dy[at];
+                                 }
+                               db[k] = sum;
+                             }
+                           });
+  }
+
+  Conv2d c_;
+  Relu relu_ = Relu::none;
+  Pass pass_ = Pass::bwd;
+  std::unique_ptr<Threads> threads_;
+  AlignedBuffer<float> col_;  // one image's column matrix (bwd_w), or its gradient dcol (bwd_d)
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv2d_backward() {
+  return std::make_unique<EigenConv2dBackward>();
+}
+
+}  // namespace lb::eigen
