@@ -175,9 +175,10 @@ TEST(RefBackward, TheReluMaskIsTheOutputsSignInEveryMode) {
     const std::unique_ptr<ref::Oracle> got = run_ref(p, ts), want = run_ref(none, masked);
     for (Arg a : {Arg::diff_src, Arg::diff_wei, Arg::diff_bias})
       EXPECT_EQ(got->expected(a).value, want->expected(a).value) << name(relu) << " " << name(a);
-    if (relu != Relu::fused)
+    if (relu != Relu::fused) {
       for (int64_t i = 0; i < dy.elements(); ++i)
         ASSERT_EQ(ts.at(Arg::diff_dst).load(i), dz[i]) << name(relu) << " dz[" << i << "]";
+    }
   }
 }
 
@@ -239,7 +240,8 @@ TEST(RefBackward, PlantedWrongBackwardKernelsFail) {
                          {"conv2d.planted.bias_dropped", Bug::bias_dropped},
                          {"conv2d.planted.accumulates", Bug::accumulates},
                          {"dense.planted.not_in_place", Bug::not_in_place}})
-    r.add({.id = id, .idea = "planted", .passes = every}, [bug] { return std::make_unique<Planted>(bug); });
+    r.add({.id = id, .idea = "planted", .accumulation = "f64", .passes = every},
+          [bug] { return std::make_unique<Planted>(bug); });
   const KernelEntry *correct = r.find("dense.planted.none"), *correct_conv = r.find("conv2d.planted.none"),
                     *mask = r.find("dense.planted.mask_missing"),
                     *transposed = r.find("dense.planted.wei_transposed"),

@@ -4,7 +4,7 @@
 # configured with Unix Makefiles where Ninja is installed (Ninja where it is not) and lists
 # a sweep from it; the folder is not configured again (its cache unchanged, no second
 # generator's files, its options kept). Then the same script in a new folder configures
-# it with the scripts' default. The build is small: no tests, no oneDNN, Eigen or CUDA,
+# it with the scripts' default. The build is small: no tests, no oneDNN, Eigen, CUDA or cpu backend,
 # and no optimisation (build type None), so that the test costs a minute, not ten.
 #   build_folder_test.sh
 set -euo pipefail
@@ -18,7 +18,7 @@ if command -v ninja >/dev/null 2>&1; then
 else  # CMake's default is the scripts' too: only a new folder to test
   default="Unix Makefiles" default_file=Makefile other=""
 fi
-small=(-DCMAKE_BUILD_TYPE=None -DBUILD_TESTING=OFF -DLB_WITH_ONEDNN=OFF -DLB_WITH_EIGEN=OFF -DLB_WITH_CUDA=OFF)
+small=(-DCMAKE_BUILD_TYPE=None -DBUILD_TESTING=OFF -DLB_WITH_ONEDNN=OFF -DLB_WITH_EIGEN=OFF -DLB_WITH_CUDA=OFF -DLB_WITH_CPU=OFF)
 list=(--list --problem "dense mb=2 ic=16 oc=8 dt=f32" --backend ref --threads 1)  # bench.sh's --batch 1,16,32 replaces mb=2
 generator_of() { sed -n 's/^CMAKE_GENERATOR:INTERNAL=//p' "$1/CMakeCache.txt"; }
 
