@@ -27,7 +27,7 @@ KeptInputs& kept_inputs() {
 std::string inputs_key(const Problem& p, uint64_t seed) {
   Problem inputs_only = p;
   // A forward's inputs do not depend on its ReLU mode; a backward pass's do (pass_args).
-  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train) inputs_only.relu = Relu::none;
+  if (!runs_backward(p.pass)) inputs_only.relu = Relu::none;
   return print(inputs_only) + " seed=" + std::to_string(seed);
 }
 

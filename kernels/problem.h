@@ -51,6 +51,20 @@ inline constexpr Pass kAllPasses[] = {Pass::fwd,   Pass::fwd_train, Pass::bwd_d,
 // --dir training: the passes of a training step measured one by one, and the whole step.
 inline constexpr Pass kTrainingPasses[] = {Pass::fwd_train, Pass::bwd_d, Pass::bwd_w, Pass::train};
 std::string_view name(Pass pass);
+// What a pass computes: the forward (fwd, fwd_train, train), a backward (the others), the
+// input's gradient (bwd_d, bwd, train), the weights' and bias's (bwd_w, bwd, train).
+constexpr bool runs_forward(Pass p) {
+  return p == Pass::fwd || p == Pass::fwd_train || p == Pass::train;
+}
+constexpr bool runs_backward(Pass p) {
+  return p != Pass::fwd && p != Pass::fwd_train;
+}
+constexpr bool computes_data_grads(Pass p) {
+  return p == Pass::bwd_d || p == Pass::bwd || p == Pass::train;
+}
+constexpr bool computes_weight_grads(Pass p) {
+  return p == Pass::bwd_w || p == Pass::bwd || p == Pass::train;
+}
 // "fwd fwd_train bwd_d bwd_w bwd train": kAllPasses' names, for the errors that list them.
 std::string pass_names();
 Pass parse_pass(std::string_view token);

@@ -58,10 +58,8 @@ class SplitByPass final : public Kernel {
   bool rounds_before_bias() const override { return forward_on_ && forward_->rounds_before_bias(); }
 
  private:
-  static bool uses_forward(const Problem& p) {
-    return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
-  }
-  static bool uses_backward(const Problem& p) { return !uses_forward(p) || p.pass == Pass::train; }
+  static bool uses_forward(const Problem& p) { return runs_forward(p.pass); }
+  static bool uses_backward(const Problem& p) { return runs_backward(p.pass); }
 
   std::unique_ptr<Kernel> forward_, backward_;
   bool forward_on_ = false, backward_on_ = false;

@@ -367,7 +367,7 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
   bool first = true;
   std::vector<std::string> notes;  // what was compared on a sample
   // The forward's outputs, on a sample of the batch.
-  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train) {
+  if (runs_forward(p.pass)) {
     const std::vector<int64_t> samples = verification_samples(p, max_reference_macs);
     const bool whole_batch = int64_t(samples.size()) == p.batch();
     const Expected& pre_relu = reference_outputs(p, got, before, samples);
@@ -387,7 +387,7 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
   // The backward's, through the reference's backward on the same inputs; in train, the
   // ReLU's mask is the one the kernel's own dst gives (a value the forward's rounding
   // put on the other side of zero is not the backward's error).
-  if (p.pass != Pass::fwd && p.pass != Pass::fwd_train) {
+  if (runs_backward(p.pass)) {
     const bool data = written(Arg::diff_src), weights = written(Arg::diff_wei);
     auto input = [&](Arg a) -> const Tensor& {
       if (!written(a) || a == Arg::dst || a == Arg::relu_dst) return got.at(a);

@@ -152,4 +152,19 @@ void relu_pass(Relu relu, TensorSet& ts, Pool* pool) {
     body(0, 1);
 }
 
+const float* gradient_at_output(Relu relu, TensorSet& ts, Pool& pool) {
+  if (relu == Relu::fused) return nullptr;
+  float* dz = ts.at(Arg::diff_dst).as<float>();
+  if (relu == Relu::none) return dz;
+  const bool separate = relu == Relu::separate;
+  const float* out = ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>();
+  const float* dy = separate ? ts.at(Arg::diff_relu_dst).as<float>() : dz;
+  const int64_t n = ts.at(Arg::diff_dst).elements();
+  pool.run([&](int tid, int n_threads) {
+    for (int64_t i = n * tid / n_threads; i < n * (tid + 1) / n_threads; ++i)
+      dz[i] = out[i] > 0.0f ? dy[i] : 0.0f;
+  });
+  return dz;
+}
+
 }  // namespace lb::cpu

@@ -13,6 +13,12 @@
 
 namespace lb::cpu {
 
+// The ReLU's backward in front of a backward pass (kernels/ops/traits.h, pass_args), split
+// over the pool: relu=separate: diff_dst := diff_relu_dst where relu_dst > 0, else 0;
+// inplace: the same over diff_dst from dst. Returns dz: diff_dst (as given for none), or
+// nullptr for fused, whose kernels apply the mask (dst > 0) where they read diff_dst.
+const float* gradient_at_output(Relu relu, TensorSet& ts, Pool& pool);
+
 // The element kind of a low-precision dtype's product: bf16, or int8's u8 × s8.
 inline Elem lowp_elem(DType dt) {
   return dt == DType::bf16 ? Elem::bf16 : Elem::u8s8;

@@ -40,13 +40,6 @@
 namespace lb::cpu {
 namespace {
 
-bool data_grads(Pass pass) {
-  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
-}
-bool weight_grads(Pass pass) {
-  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
-}
-
 constexpr int64_t kPixelBlock = 256;  // output pixels per block of columns (x's for bwd_w, dcol for bwd_d)
 
 class Conv2dBackward final : public Kernel {
@@ -54,6 +47,10 @@ class Conv2dBackward final : public Kernel {
   std::string supports(const Problem& p) const override {
     if (std::string why = require_dtypes(p, {DType::f32}); !why.empty())
       return why + ": the backward passes are f32 only for now";
+    // As the forward leaves them to conv2d.cpu.depthwise: a GEMM one channel deep ran them
+    // at 1-2 GFLOP/s (MobileNet v1's, the Zen 5 VM), a hundredth of oneDNN's.
+    if (p.conv().depthwise())
+      return "depthwise convolutions are conv2d.cpu.depthwise's (forward only so far)";
     return {};
   }
 
@@ -65,7 +62,7 @@ class Conv2dBackward final : public Kernel {
     threads_ = ctx.threads;
     pool_ = std::make_unique<Pool>(ctx.threads);
     const int64_t G = c_.g, Kg = c_.oc / G, crs = c_.ic / G * c_.kh * c_.kw;
-    if (data_grads(pass_)) {
+    if (computes_data_grads(pass_)) {
       const float* w = ts.at(Arg::wei).as<float>();
       packed_wt_.clear();
       for (int64_t g = 0; g < G; ++g)  // A(row crs, depth k) = W[g·Kg + k][crs]
@@ -73,20 +70,22 @@ class Conv2dBackward final : public Kernel {
     }
     col_ = AlignedBuffer<float>(size_t(threads_ * crs * kPixelBlock));
     forward_.reset();
-    if (data_grads(pass_)) prepare_forward(ts, ctx);
-    channels_last_ = weight_grads(pass_) && (c_.ic / G) % f32_tile(isa_).nr == 0;
+    if (computes_data_grads(pass_)) prepare_forward(ts, ctx);
+    channels_last_ = computes_weight_grads(pass_) && (c_.ic / G) % f32_tile(isa_).nr == 0;
     if (channels_last_) {  // every thread's dW in (k, r, s, c) order, and its image's x as H·W×Cg
       partial_dw_ = AlignedBuffer<float>(size_t(threads_ * c_.oc * crs));
       xt_ = AlignedBuffer<float>(size_t(threads_ * c_.ih * c_.iw * (c_.ic / G)));
       pixel_at_ = std::vector<int64_t>(size_t(threads_ * 2 * kPixelBlock));
-    } else if (weight_grads(pass_) && threads_ > 1) {
+    } else if (computes_weight_grads(pass_) && threads_ > 1) {
       partial_dw_ = AlignedBuffer<float>(size_t((threads_ - 1) * c_.oc * crs));
     }
     ws_ = Workspace(isa_, threads_, true, true);
   }
 
   void run(TensorSet& ts) override {
-    const float* dz = gradient_at_output(ts);
+    dy_ = ts.at(Arg::diff_dst).as<float>();
+    y_ = relu_ == Relu::fused ? ts.at(Arg::dst).as<float>() : nullptr;
+    const float* dz = gradient_at_output(relu_, ts, *pool_);
     const int64_t N = c_.mb;
     pool_->run([&](int tid, int n_threads) {
       const int64_t n0 = N * tid / n_threads, n1 = N * (tid + 1) / n_threads;
@@ -95,18 +94,18 @@ class Conv2dBackward final : public Kernel {
         if (n0 == n1) std::fill(dw, dw + dw_elements(), 0.0f);
         for (int64_t n = n0; n < n1; ++n)
           weights_of_image_hwc(ts, dz, n, dw, n > n0, tid);
-      } else if (weight_grads(pass_)) {
+      } else if (computes_weight_grads(pass_)) {
         float* dw =
             tid == 0 ? ts.at(Arg::diff_wei).as<float>() : partial_dw_.data() + (tid - 1) * dw_elements();
         if (n0 == n1) std::fill(dw, dw + dw_elements(), 0.0f);
         for (int64_t n = n0; n < n1; ++n)
           weights_of_image(ts, dz, n, dw, n > n0, tid);
       }
-      if (data_grads(pass_) && !forward_)
+      if (computes_data_grads(pass_) && !forward_)
         for (int64_t n = n0; n < n1; ++n)
           data_of_image(ts, dz, n, tid);
     });
-    if (data_grads(pass_) && forward_) data_by_forward(ts, dz);
+    if (computes_data_grads(pass_) && forward_) data_by_forward(ts, dz);
     if (channels_last_) {
       // The threads' dW, summed, from (k, r, s, c) into ours, (k, c, r, s).
       float* dw = ts.at(Arg::diff_wei).as<float>();
@@ -120,7 +119,7 @@ class Conv2dBackward final : public Kernel {
             dw[(k * Cg + ci) * RS + rs] = sum;
           }
       bias_gradient(ts, dz);
-    } else if (weight_grads(pass_)) {
+    } else if (computes_weight_grads(pass_)) {
       float* dw = ts.at(Arg::diff_wei).as<float>();
       for (int t = 1; t < threads_; ++t) {
         const float* part = partial_dw_.data() + (t - 1) * dw_elements();
@@ -164,22 +163,6 @@ class Conv2dBackward final : public Kernel {
 
   // dz: diff_dst as given or after the ReLU's backward (dense_backward.cpp); nullptr for
   // fused, masked where it is read: dz_at().
-  const float* gradient_at_output(TensorSet& ts) {
-    dy_ = ts.at(Arg::diff_dst).as<float>();
-    y_ = relu_ == Relu::fused ? ts.at(Arg::dst).as<float>() : nullptr;
-    if (relu_ == Relu::fused) return nullptr;
-    float* dz = ts.at(Arg::diff_dst).as<float>();
-    if (relu_ == Relu::none) return dz;
-    const bool separate = relu_ == Relu::separate;
-    const float* out = ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>();
-    const float* dy = separate ? ts.at(Arg::diff_relu_dst).as<float>() : dz;
-    const int64_t n = c_.mb * c_.oc * c_.oh() * c_.ow();
-    pool_->run([&](int tid, int n_threads) {
-      for (int64_t i = n * tid / n_threads; i < n * (tid + 1) / n_threads; ++i)
-        dz[i] = out[i] > 0.0f ? dy[i] : 0.0f;
-    });
-    return dz;
-  }
   float dz_at(const float* dz, int64_t at) const { return dz ? dz[at] : (y_[at] > 0.0f ? dy_[at] : 0.0f); }
 
   // A packer of micro-panels (gemm.h's PackFn) from element (i, k) at base + i·rs + k·cs of
@@ -271,6 +254,24 @@ class Conv2dBackward final : public Kernel {
     }
   }
 
+  // dW_g (Kg × Cg·R·S, at dw_g) (+)= dz_g's pixels [b0, b0 + nb) of image n (A: as given, rows
+  // P·Q apart, or masked as packed for relu=fused) times b, the block's columns of x.
+  void weights_of_block(const float* dz, int64_t n, int64_t g, int64_t b0, int64_t nb, const Operand& b,
+                        float* dw_g, bool accumulate, int tid) const {
+    const int64_t Kg = c_.oc / c_.g, PQ = c_.oh() * c_.ow(), crs = c_.ic / c_.g * c_.kh * c_.kw;
+    const int64_t base = (n * c_.oc + g * Kg) * PQ + b0;  // dz_g's first pixel of the block
+    const auto pack_a = dz_packer(dz, base, PQ, 1);
+    const PackFn pack_a_ref(pack_a);
+    Operand a;
+    if (dz)
+      a.strided = Strided{dz + base, PQ, 1};
+    else
+      a.pack = &pack_a_ref;
+    Epilogue ep;
+    ep.accumulate = accumulate;
+    gemm_f32_serial(isa_, Kg, crs, nb, a, b, dw_g, crs, ep, ws_, tid);
+  }
+
   // The same for Cg a multiple of the micro-kernel's NR (channels_last_), with dW in (k, r, s,
   // c) order: x_n's group transposed once into H·W×Cg (xt_), so that a panel of NR columns (one
   // tap, NR channels) at a pixel is NR contiguous floats of it — B's panels are copies, not
@@ -324,18 +325,9 @@ class Conv2dBackward final : public Kernel {
           }
         };
         const PackFn pack_b_ref(pack_b);
-        const int64_t base = (n * c.oc + g * Kg) * PQ + b0;  // dz_g's first pixel of the block
-        const auto pack_a = dz_packer(dz, base, PQ, 1);
-        const PackFn pack_a_ref(pack_a);
-        Operand a, b;
-        if (dz)
-          a.strided = Strided{dz + base, PQ, 1};
-        else
-          a.pack = &pack_a_ref;
+        Operand b;
         b.pack = &pack_b_ref;
-        Epilogue ep;
-        ep.accumulate = accumulate || b0 > 0;
-        gemm_f32_serial(isa_, Kg, crs, nb, a, b, dw + g * Kg * crs, crs, ep, ws_, tid);
+        weights_of_block(dz, n, g, b0, nb, b, dw + g * Kg * crs, accumulate || b0 > 0, tid);
       }
     }
   }
@@ -366,18 +358,9 @@ class Conv2dBackward final : public Kernel {
                 row[i + t] = plane[at + t * SW];
           });
         }
-        const int64_t base = (n * c.oc + g * Kg) * PQ + b0;  // dz_g's first pixel of the block
-        const auto pack_a = dz_packer(dz, base, PQ, 1);
-        const PackFn pack_a_ref(pack_a);
-        Operand a, b;
-        if (dz)
-          a.strided = Strided{dz + base, PQ, 1};
-        else
-          a.pack = &pack_a_ref;
+        Operand b;
         b.strided = Strided{col, nb, 1};  // B(column j, depth i) = col[j][i]
-        Epilogue ep;
-        ep.accumulate = accumulate || b0 > 0;
-        gemm_f32_serial(isa_, Kg, crs, nb, a, b, dw + g * Kg * crs, crs, ep, ws_, tid);
+        weights_of_block(dz, n, g, b0, nb, b, dw + g * Kg * crs, accumulate || b0 > 0, tid);
       }
   }
 

@@ -30,13 +30,6 @@
 namespace lb::cpu {
 namespace {
 
-bool data_grads(Pass pass) {
-  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
-}
-bool weight_grads(Pass pass) {
-  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
-}
-
 // [begin, end) of n split evenly across n_threads, for thread tid.
 std::pair<int64_t, int64_t> share(int64_t n, int tid, int n_threads) {
   return {n * tid / n_threads, n * (tid + 1) / n_threads};
@@ -56,14 +49,14 @@ class DenseBackward final : public Kernel {
     pass_ = p.pass;
     isa_ = best_isa();
     pool_ = std::make_unique<Pool>(ctx.threads);
-    if (data_grads(pass_))  // B(column i, depth o) = W[o][i]
+    if (computes_data_grads(pass_))  // B(column i, depth o) = W[o][i]
       packed_w_ = Packed(isa_, false, d_.ic, d_.oc, Strided{ts.at(Arg::wei).as<float>(), 1, d_.ic});
-    ws_ = Workspace(isa_, ctx.threads, true, weight_grads(pass_));
+    ws_ = Workspace(isa_, ctx.threads, true, computes_weight_grads(pass_));
   }
 
   void run(TensorSet& ts) override {
     const int64_t M = d_.mb, N = d_.oc, K = d_.ic;
-    const float* dz = gradient_at_output(ts);
+    const float* dz = gradient_at_output(relu_, ts, *pool_);
     // For relu=fused: dy and the forward's y, masked as A is packed. A(i, k) at i·rs + k·cs.
     const float* dy = ts.at(Arg::diff_dst).as<float>();
     const float* y = relu_ == Relu::fused ? ts.at(Arg::dst).as<float>() : nullptr;
@@ -82,7 +75,7 @@ class DenseBackward final : public Kernel {
             }
       };
     };
-    if (data_grads(pass_)) {
+    if (computes_data_grads(pass_)) {
       const auto pack = masked_packer(N, 1);
       const PackFn pack_ref(pack);
       Operand a, b;
@@ -93,7 +86,7 @@ class DenseBackward final : public Kernel {
       b.packed = &packed_w_;
       gemm_f32(isa_, M, K, N, a, b, ts.at(Arg::diff_src).as<float>(), K, Epilogue{}, ws_, pool_.get());
     }
-    if (weight_grads(pass_)) {
+    if (computes_weight_grads(pass_)) {
       const auto pack = masked_packer(1, N);
       const PackFn pack_ref(pack);
       Operand a, b;
@@ -130,24 +123,6 @@ class DenseBackward final : public Kernel {
   size_t scratch_bytes() const override { return packed_w_.bytes() + ws_.bytes(); }
 
  private:
-  // The ReLU's backward (kernels/ops/traits.h, pass_args): dz into diff_dst (separate) or
-  // over it (inplace); dz as given for none. Returns dz, or nullptr for fused (the packers mask).
-  const float* gradient_at_output(TensorSet& ts) {
-    if (relu_ == Relu::fused) return nullptr;
-    float* dz = ts.at(Arg::diff_dst).as<float>();
-    if (relu_ == Relu::none) return dz;
-    const bool separate = relu_ == Relu::separate;
-    const float* out = ts.at(separate ? Arg::relu_dst : Arg::dst).as<float>();
-    const float* dy = separate ? ts.at(Arg::diff_relu_dst).as<float>() : dz;
-    const int64_t n = d_.mb * d_.oc;
-    pool_->run([&](int tid, int n_threads) {
-      const auto [i0, i1] = share(n, tid, n_threads);
-      for (int64_t i = i0; i < i1; ++i)
-        dz[i] = out[i] > 0.0f ? dy[i] : 0.0f;
-    });
-    return dz;
-  }
-
   Dense d_;
   Relu relu_ = Relu::none;
   Pass pass_ = Pass::bwd;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 
 namespace lb::eigen {
 
@@ -114,6 +115,16 @@ void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads) {
                                  for (Eigen::Index i = first; i < last; ++i)
                                    dz[i] = out[i] > 0.0f ? dy[i] : 0.0f;
                                });
+}
+
+std::string im2col_reason(const Problem& p) {
+  if (std::string why = dtype_reason(p); !why.empty()) return why;
+  if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's";
+  const Conv2d& c = p.conv();
+  const long double columns = (long double)c.ic * c.kh * c.kw * c.oh() * c.ow();
+  if (columns > 0x1p48L)
+    return "the im2col matrix would have " + power_of_two(columns) + " elements (more than 2^48)";
+  return {};
 }
 
 void im2col_rows(const Conv2d& c, const float* x, float* col, int64_t first, int64_t last) {

@@ -137,6 +137,11 @@ void relu_pass(Relu relu, TensorSet& ts, const Threads& threads);
 // from dst; else nothing. A plain loop split over the pool, as relu_pass.
 void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads);
 
+// Empty when conv2d.eigen.im2col takes p (forward and backward alike), else why not: the
+// dtype, a depthwise convolution (conv2d.eigen.depthwise's), or a column matrix of one
+// image, IC·KH·KW × OH·OW, too large (the problem's limits, on tensors and MACs, do not bound it).
+std::string im2col_reason(const Problem& p);
+
 // Rows [first, last) of one image's column matrix col (C·R·S × P·Q) from x (C × H × W):
 // col[(c·R + r)·S + s][p·Q + q] = x[c][p·SH − PH + r·DH][q·SW − PW + s·DW], 0 outside.
 void im2col_rows(const Conv2d& c, const float* x, float* col, int64_t first, int64_t last);

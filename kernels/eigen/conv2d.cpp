@@ -28,17 +28,7 @@ namespace {
 
 class EigenConv2dIm2col final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override {
-    if (std::string why = dtype_reason(p); !why.empty()) return why;
-    if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's";
-    // prepare() allocates the column matrix of one image, IC·KH·KW × OH·OW, which the
-    // problem's limits (tensors, MACs) do not bound.
-    const Conv2d& c = p.conv();
-    const long double columns = (long double)c.ic * c.kh * c.kw * c.oh() * c.ow();
-    if (columns > 0x1p48L)
-      return "the im2col matrix would have " + power_of_two(columns) + " elements (more than 2^48)";
-    return {};
-  }
+  std::string supports(const Problem& p) const override { return im2col_reason(p); }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     c_ = p.conv();

@@ -15,24 +15,9 @@
 namespace lb::eigen {
 namespace {
 
-bool data_grads(Pass pass) {
-  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
-}
-bool weight_grads(Pass pass) {
-  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
-}
-
 class EigenConv2dBackward final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override {
-    if (std::string why = dtype_reason(p); !why.empty()) return why;
-    if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's (forward only)";
-    const Conv2d& c = p.conv();
-    const long double columns = (long double)c.ic * c.kh * c.kw * c.oh() * c.ow();
-    if (columns > 0x1p48L)
-      return "the im2col matrix would have " + power_of_two(columns) + " elements (more than 2^48)";
-    return {};
-  }
+  std::string supports(const Problem& p) const override { return im2col_reason(p); }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     c_ = p.conv();
@@ -44,26 +29,26 @@ class EigenConv2dBackward final : public Kernel {
     // buffers (every image and group has the same shapes), on diff_dst as it is.
     const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw;
     AlignedBuffer<float> dw(size_t(Kg * crs));
-    if (weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data(), false);
-    if (data_grads(pass_)) columns_of_group(ts, 0, 0);
+    if (computes_weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data(), false);
+    if (computes_data_grads(pass_)) columns_of_group(ts, 0, 0);
   }
 
   void run(TensorSet& ts) override {
     relu_backward_pass(relu_, ts, *threads_);
     const int64_t C = c_.ic, K = c_.oc, HW = c_.ih * c_.iw, Kg = K / c_.g, crs = C / c_.g * c_.kh * c_.kw;
     for (int64_t n = 0; n < c_.mb; ++n) {
-      if (weight_grads(pass_)) {
+      if (computes_weight_grads(pass_)) {
         im2col(ts.at(Arg::src).as<float>() + n * C * HW);
         for (int64_t g = 0; g < c_.g; ++g)
           weights_of_group(ts, n, g, ts.at(Arg::diff_wei).as<float>() + g * Kg * crs, n > 0);
       }
-      if (data_grads(pass_)) {
+      if (computes_data_grads(pass_)) {
         for (int64_t g = 0; g < c_.g; ++g)
           columns_of_group(ts, n, g);
         col2im(ts.at(Arg::diff_src).as<float>() + n * C * HW);
       }
     }
-    if (weight_grads(pass_)) bias_gradient(ts);
+    if (computes_weight_grads(pass_)) bias_gradient(ts);
   }
 
   void release() override {

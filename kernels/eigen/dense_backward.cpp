@@ -14,13 +14,6 @@
 namespace lb::eigen {
 namespace {
 
-bool data_grads(Pass pass) {
-  return pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
-}
-bool weight_grads(Pass pass) {
-  return pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
-}
-
 class EigenDenseBackward final : public Kernel {
  public:
   std::string supports(const Problem& p) const override { return dtype_reason(p); }
@@ -33,15 +26,15 @@ class EigenDenseBackward final : public Kernel {
     // One evaluation into scratch outputs fills the cache with Eigen's packing buffers (on
     // diff_dst as it is: the ReLU's backward, which writes it, is run()'s).
     AlignedBuffer<float> dx(size_t(d_.mb * d_.ic)), dw(size_t(d_.oc * d_.ic)), db(size_t(d_.oc));
-    gradients(ts, data_grads(pass_) ? dx.data() : nullptr, weight_grads(pass_) ? dw.data() : nullptr,
-              db.data());
+    gradients(ts, computes_data_grads(pass_) ? dx.data() : nullptr,
+              computes_weight_grads(pass_) ? dw.data() : nullptr, db.data());
   }
 
   void run(TensorSet& ts) override {
     relu_backward_pass(relu_, ts, *threads_);
-    gradients(ts, data_grads(pass_) ? ts.at(Arg::diff_src).as<float>() : nullptr,
-              weight_grads(pass_) ? ts.at(Arg::diff_wei).as<float>() : nullptr,
-              weight_grads(pass_) ? ts.at(Arg::diff_bias).as<float>() : nullptr);
+    gradients(ts, computes_data_grads(pass_) ? ts.at(Arg::diff_src).as<float>() : nullptr,
+              computes_weight_grads(pass_) ? ts.at(Arg::diff_wei).as<float>() : nullptr,
+              computes_weight_grads(pass_) ? ts.at(Arg::diff_bias).as<float>() : nullptr);
   }
 
   void release() override { threads_.reset(); }

@@ -55,7 +55,7 @@ std::string dtype_reason(const Problem& p) {
 }
 
 std::string backward_reason(const Problem& p) {
-  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.relu != Relu::fused) return {};
+  if (!runs_backward(p.pass) || p.relu != Relu::fused) return {};
   return "relu=fused in dir=" + std::string(name(p.pass)) +
          ": oneDNN 2.6's backward primitives apply no ReLU mask (relu=inplace or separate: an eltwise "
          "backward)";

@@ -39,16 +39,6 @@ using dnnl::convolution_backward_data;
 using dnnl::convolution_backward_weights;
 using dnnl::convolution_forward;
 
-bool forward(const Problem& p) {
-  return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
-}
-bool data_grads(const Problem& p) {
-  return p.pass == Pass::bwd_d || p.pass == Pass::bwd || p.pass == Pass::train;
-}
-bool weight_grads(const Problem& p) {
-  return p.pass == Pass::bwd_w || p.pass == Pass::bwd || p.pass == Pass::train;
-}
-
 // A convolution's geometry as oneDNN takes it: strides, dilation from 0, and the
 // right/bottom padding that makes its output size agree with ours (possibly negative).
 struct Geometry {
@@ -90,8 +80,8 @@ convolution_forward::primitive_desc make_pd(const Problem& p, Layouts layouts, f
                                        weights_desc(p, true), b, y_desc(p, Arg::dst, any), g.strides,
                                        g.dilates, g.left, g.right);
   // A backward pass's forward is only the hint its primitives are created with.
-  return convolution_forward::primitive_desc(desc, attributes(forward(p) ? p.relu : Relu::none, output_scale),
-                                             engine());
+  return convolution_forward::primitive_desc(
+      desc, attributes(runs_forward(p.pass) ? p.relu : Relu::none, output_scale), engine());
 }
 
 convolution_backward_data::primitive_desc make_data_pd(const Problem& p, Layouts layouts,
@@ -156,11 +146,11 @@ class OnednnConv2d final : public PlanKernel {
     const char* what = "convolution";
     try {
       const auto pd = make_pd(p, layouts_, p.dt == DType::i8 ? kProbeScale : 1.0f);
-      std::string impl = forward(p) ? pd.impl_info_str() : "";
+      std::string impl = runs_forward(p.pass) ? pd.impl_info_str() : "";
       what = "convolution backward data";
-      if (data_grads(p)) impl = make_data_pd(p, layouts_, pd).impl_info_str();
+      if (computes_data_grads(p.pass)) impl = make_data_pd(p, layouts_, pd).impl_info_str();
       what = "convolution backward weights";
-      if (weight_grads(p) && impl.rfind("ref", 0) != 0)
+      if (computes_weight_grads(p.pass) && impl.rfind("ref", 0) != 0)
         impl = make_weights_pd(p, layouts_, pd).impl_info_str();
       if (layouts_ == Layouts::nchw && impl.rfind("ref", 0) == 0)
         return "only the reference implementation (" + impl + ") takes " + std::string(name(p.dt)) +
@@ -177,8 +167,8 @@ class OnednnConv2d final : public PlanKernel {
     const float scale = p.dt == DType::i8 ? float(ts.at(Arg::src).scale() * ts.at(Arg::wei).scale()) : 1.0f;
     const auto pd = LB_DNNL(make_pd(p, layouts_, scale));
     plan_ = std::make_unique<Plan>();
-    if (forward(p)) add_forward(p, ts, pd, scale);
-    if (p.pass != Pass::fwd && p.pass != Pass::fwd_train) add_backward(p, ts, pd);
+    if (runs_forward(p.pass)) add_forward(p, ts, pd, scale);
+    if (runs_backward(p.pass)) add_backward(p, ts, pd);
     plan_->finalize();
   }
 
@@ -232,7 +222,7 @@ class OnednnConv2d final : public PlanKernel {
   void add_backward(const Problem& p, TensorSet& ts, const convolution_forward::primitive_desc& pd) {
     Plan& plan = *plan_;
     const dnnl::memory dz = plan.add_relu_backward(p.relu, y_desc(p, Arg::diff_dst, false));
-    if (data_grads(p)) {
+    if (computes_data_grads(p.pass)) {
       const auto bd = LB_DNNL(make_data_pd(p, layouts_, pd));
       const dnnl::memory w = plan.reordered_now(ts, Arg::wei, weights_desc(p, false), 0, bd.weights_desc());
       const dnnl::memory dy = plan.input_of(dz, bd.diff_dst_desc(), "dy");
@@ -243,7 +233,7 @@ class OnednnConv2d final : public PlanKernel {
                    layout(bd.weights_desc()) + ")");
       plan.then(dx, "dx");
     }
-    if (weight_grads(p)) {
+    if (computes_weight_grads(p.pass)) {
       const auto bw = LB_DNNL(make_weights_pd(p, layouts_, pd));
       const dnnl::memory x = plan.input(Arg::src, x_desc(p, Arg::src, false), bw.src_desc());
       const dnnl::memory dy = plan.input_of(dz, bw.diff_dst_desc(), "dy");

@@ -29,16 +29,6 @@ using dnnl::inner_product_backward_data;
 using dnnl::inner_product_backward_weights;
 using dnnl::inner_product_forward;
 
-bool forward(const Problem& p) {
-  return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
-}
-bool data_grads(const Problem& p) {
-  return p.pass == Pass::bwd_d || p.pass == Pass::bwd || p.pass == Pass::train;
-}
-bool weight_grads(const Problem& p) {
-  return p.pass == Pass::bwd_w || p.pass == Pass::bwd || p.pass == Pass::train;
-}
-
 // The user layouts of a dense problem's arguments (a gradient's are its primal's).
 struct Descs {
   dnnl::memory::desc x, w_any, w_user, b, y;
@@ -60,7 +50,7 @@ inner_product_forward::primitive_desc make_pd(const Problem& p, float output_sca
   const inner_product_forward::desc desc(prop, m.x, m.w_any, m.b, m.y);
   // A backward pass's forward is only the hint its primitives are created with.
   return inner_product_forward::primitive_desc(
-      desc, attributes(forward(p) ? p.relu : Relu::none, output_scale), engine());
+      desc, attributes(runs_forward(p.pass) ? p.relu : Relu::none, output_scale), engine());
 }
 
 // The gradients' primitive descriptors (dtype_of gives each gradient its primal's type).
@@ -96,9 +86,9 @@ class OnednnDense final : public PlanKernel {
     try {
       const auto pd = make_pd(p, p.dt == DType::i8 ? kProbeScale : 1.0f);
       what = "inner product backward data";
-      if (data_grads(p)) make_data_pd(p, pd);
+      if (computes_data_grads(p.pass)) make_data_pd(p, pd);
       what = "inner product backward weights";
-      if (weight_grads(p)) make_weights_pd(p, pd);
+      if (computes_weight_grads(p.pass)) make_weights_pd(p, pd);
     } catch (const dnnl::error& e) {
       return "no " + std::string(name(p.dt)) + " " + what + " on this CPU (" + dnnl_status2str(e.status) +
              ")";
@@ -112,13 +102,14 @@ class OnednnDense final : public PlanKernel {
     const auto pd = LB_DNNL(make_pd(p, scale));
     plan_ = std::make_unique<Plan>();
     Plan& plan = *plan_;
-    const bool reads_x = forward(p) || weight_grads(p), reads_w = forward(p) || data_grads(p);
+    const bool reads_x = runs_forward(p.pass) || computes_weight_grads(p.pass),
+               reads_w = runs_forward(p.pass) || computes_data_grads(p.pass);
     const dnnl::memory x = reads_x ? plan.bind(Arg::src, pd.src_desc()) : dnnl::memory();
     const dnnl::memory::desc w_user = descs(p).w_user;
-    const dnnl::memory w = reads_w && forward(p)
+    const dnnl::memory w = reads_w && runs_forward(p.pass)
                                ? plan.reordered_now(ts, Arg::wei, w_user, 0, pd.weights_desc())
                                : dnnl::memory();
-    if (forward(p)) {
+    if (runs_forward(p.pass)) {
       const dnnl::memory b = plan.bias(ts, pd.bias_desc(), scale);
       const dnnl::memory y = plan.bind(Arg::dst, pd.dst_desc());
       plan.add(pd, LB_DNNL(inner_product_forward(pd)),
@@ -126,9 +117,9 @@ class OnednnDense final : public PlanKernel {
                "inner product (W " + layout(pd.weights_desc()) + ")");
       plan.add_relu_pass(p.relu, y);
     }
-    if (p.pass != Pass::fwd && p.pass != Pass::fwd_train) {
+    if (runs_backward(p.pass)) {
       const dnnl::memory dz = plan.add_relu_backward(p.relu, descs(p).y);
-      if (data_grads(p)) {
+      if (computes_data_grads(p.pass)) {
         const auto bd = LB_DNNL(make_data_pd(p, pd));
         const dnnl::memory wd = w && bd.weights_desc() == pd.weights_desc()
                                     ? w
@@ -139,7 +130,7 @@ class OnednnDense final : public PlanKernel {
                   {DNNL_ARG_DIFF_SRC, plan.bind(Arg::diff_src, bd.diff_src_desc())}},
                  "inner product backward data (W " + layout(bd.weights_desc()) + ")");
       }
-      if (weight_grads(p)) {
+      if (computes_weight_grads(p.pass)) {
         const auto bw = LB_DNNL(make_weights_pd(p, pd));
         const Plan::Output dw = plan.output(Arg::diff_wei, w_user, bw.diff_weights_desc());
         plan.add(bw, LB_DNNL(inner_product_backward_weights(bw)),

@@ -46,9 +46,8 @@ std::vector<PassArg> pass_args(const Problem& p) {
   auto write = [&args](const ArgSpec& s, bool reduces_batch = false) {
     args.push_back({.spec = s, .read = false, .written = true, .reduces_batch = reduces_batch});
   };
-  const bool forward = pass == Pass::fwd || pass == Pass::fwd_train || pass == Pass::train;
-  const bool data_grads = pass == Pass::bwd_d || pass == Pass::bwd || pass == Pass::train;
-  const bool weight_grads = pass == Pass::bwd_w || pass == Pass::bwd || pass == Pass::train;
+  const bool forward = runs_forward(pass), data_grads = computes_data_grads(pass),
+             weight_grads = computes_weight_grads(pass);
 
   // Inputs, in the forward's fill order.
   for (const ArgSpec& in : t.inputs) {
@@ -58,7 +57,7 @@ std::vector<PassArg> pass_args(const Problem& p) {
                                     (pass == Pass::bwd || (batched ? weight_grads : data_grads)));
     if (needed) read(in);
   }
-  if (pass != Pass::fwd && pass != Pass::fwd_train) {
+  if (runs_backward(pass)) {
     // The gradient arriving at the layer's output, and what its ReLU's backward needs.
     switch (p.relu) {
       case Relu::none:
@@ -81,7 +80,7 @@ std::vector<PassArg> pass_args(const Problem& p) {
     write(t.output);
     if (p.relu == Relu::separate) write(as_arg(t.output, Arg::relu_dst));
   }
-  if (pass != Pass::fwd && pass != Pass::fwd_train) {
+  if (runs_backward(pass)) {
     if (p.relu == Relu::separate) write(diff_spec(t.output));  // dz = dr where r > 0
     for (const ArgSpec& in : t.inputs) {
       const bool batched = in.batch_axis >= 0;

@@ -74,24 +74,10 @@ inline void relu_backward(Relu relu, TensorSet& ts, std::vector<double>& dz, Exp
 
 // Empty for a forward pass, or a backward pass in a dtype one trains in; else why not.
 inline std::string training_dtypes(const Problem& p) {
-  if (p.pass == Pass::fwd || p.pass == Pass::fwd_train) return {};
+  if (!runs_backward(p.pass)) return {};
   if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16}); !why.empty())
     return why + ": no gradients in integer or f8 arithmetic are defined";
   return {};
-}
-
-// Whether p's pass runs the forward / the backward.
-inline bool has_forward(const Problem& p) {
-  return p.pass == Pass::fwd || p.pass == Pass::fwd_train || p.pass == Pass::train;
-}
-inline bool has_backward(const Problem& p) {
-  return p.pass != Pass::fwd && p.pass != Pass::fwd_train;
-}
-inline bool has_data_grads(const Problem& p) {
-  return p.pass == Pass::bwd_d || p.pass == Pass::bwd || p.pass == Pass::train;
-}
-inline bool has_weight_grads(const Problem& p) {
-  return p.pass == Pass::bwd_w || p.pass == Pass::bwd || p.pass == Pass::train;
 }
 
 }  // namespace lb::ref

@@ -37,8 +37,8 @@ class RefConv2d final : public Oracle {
   }
 
   void run(TensorSet& ts) override {
-    if (has_forward(problem_)) forward(ts);
-    if (has_backward(problem_)) backward(ts);
+    if (runs_forward(problem_.pass)) forward(ts);
+    if (runs_backward(problem_.pass)) backward(ts);
   }
 
  private:
@@ -71,7 +71,7 @@ class RefConv2d final : public Oracle {
 
   void backward(TensorSet& ts) {
     relu_backward(relu_, ts, dz_, expected_[int(Arg::diff_dst)]);
-    if (has_data_grads(problem_)) {
+    if (computes_data_grads(problem_.pass)) {
       load_all(ts.at(Arg::wei), w_);
       Expected& dx = expected_[int(Arg::diff_src)];
       clear(dx);  // sums from zero in every run
@@ -85,7 +85,7 @@ class RefConv2d final : public Oracle {
         dx.stored[i] = std::fabs(dx.value[i]);
       store_all(dx.value, ts.at(Arg::diff_src));
     }
-    if (has_weight_grads(problem_)) {
+    if (computes_weight_grads(problem_.pass)) {
       load_all(ts.at(Arg::src), x_);
       Expected &dw = expected_[int(Arg::diff_wei)], &db = expected_[int(Arg::diff_bias)];
       clear(dw);

@@ -33,8 +33,8 @@ class RefDense final : public Oracle {
   }
 
   void run(TensorSet& ts) override {
-    if (has_forward(problem_)) forward(ts);
-    if (has_backward(problem_)) backward(ts);
+    if (runs_forward(problem_.pass)) forward(ts);
+    if (runs_backward(problem_.pass)) backward(ts);
   }
 
  private:
@@ -63,7 +63,7 @@ class RefDense final : public Oracle {
   void backward(TensorSet& ts) {
     relu_backward(relu_, ts, dz_, expected_[int(Arg::diff_dst)]);
     const int64_t M = p_.mb, N = p_.oc, K = p_.ic;
-    if (has_data_grads(problem_)) {
+    if (computes_data_grads(problem_.pass)) {
       load_all(ts.at(Arg::wei), w_);
       Expected& dx = expected_[int(Arg::diff_src)];
       for (int64_t m = 0; m < M; ++m)
@@ -80,7 +80,7 @@ class RefDense final : public Oracle {
         }
       store_all(dx.value, ts.at(Arg::diff_src));
     }
-    if (has_weight_grads(problem_)) {
+    if (computes_weight_grads(problem_.pass)) {
       load_all(ts.at(Arg::src), x_);
       Expected &dw = expected_[int(Arg::diff_wei)], &db = expected_[int(Arg::diff_bias)];
       for (int64_t n = 0; n < N; ++n) {
