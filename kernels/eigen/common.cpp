@@ -117,6 +117,12 @@ void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads) {
                                });
 }
 
+std::string fused_backward_reason(const Problem& p) {
+  if (!runs_backward(p.pass) || p.relu != Relu::fused) return {};
+  return "relu=fused in dir=" + std::string(name(p.pass)) +
+         ": the Eigen kernels' backward takes the mask from a ReLU pass (relu=inplace or separate)";
+}
+
 std::string im2col_reason(const Problem& p) {
   if (std::string why = dtype_reason(p); !why.empty()) return why;
   if (p.conv().depthwise()) return "depthwise convolutions are conv2d.eigen.depthwise's";

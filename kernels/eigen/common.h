@@ -137,6 +137,12 @@ void relu_pass(Relu relu, TensorSet& ts, const Threads& threads);
 // from dst; else nothing. A plain loop split over the pool, as relu_pass.
 void relu_backward_pass(Relu relu, TensorSet& ts, const Threads& threads);
 
+// Empty unless p is a backward pass with relu=fused, which the Eigen kernels decline: the
+// mask as a contraction's operand (a select expression) doubled the contractions each file
+// instantiates (the convolution's backward took 34 s to compile with it, 21 s without, on the
+// Zen 5 VM), for a mode relu=inplace computes with the same arithmetic.
+std::string fused_backward_reason(const Problem& p);
+
 // Empty when conv2d.eigen.im2col takes p (forward and backward alike), else why not: the
 // dtype, a depthwise convolution (conv2d.eigen.depthwise's), or a column matrix of one
 // image, IC·KH·KW × OH·OW, too large (the problem's limits, on tensors and MACs, do not bound it).

@@ -5,9 +5,11 @@
 //   dcol_g (C/G·R·S × P·Q) = W_g (K/G × C/G·R·S) contracted with dz_g over K/G, then
 //   dx_n = col2im(dcol): the column matrix's adjoint adds each tap's row where it landed;
 //   db = dz summed over images and pixels.
-// dz as in dense_backward.cpp (the ReLU's backward a loop, relu=fused a select as the
-// contraction's operand). One image's column matrix is held from prepare() on. f32 only.
+// dz as in dense_backward.cpp (diff_dst, after the ReLU's backward for separate and inplace;
+// relu=fused declined). One image's column matrix is held from prepare() on. f32 only.
 // Threads: Eigen's pool for the contractions, our loops split by its cost model.
+#include <algorithm>
+
 #include "kernels/eigen/common.h"
 #include "kernels/eigen/kernels.h"
 #include "kernels/ops/traits.h"
@@ -17,7 +19,10 @@ namespace {
 
 class EigenConv2dBackward final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override { return im2col_reason(p); }
+  std::string supports(const Problem& p) const override {
+    if (std::string why = im2col_reason(p); !why.empty()) return why;
+    return fused_backward_reason(p);
+  }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     c_ = p.conv();
@@ -29,7 +34,7 @@ class EigenConv2dBackward final : public Kernel {
     // buffers (every image and group has the same shapes), on diff_dst as it is.
     const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw;
     AlignedBuffer<float> dw(size_t(Kg * crs));
-    if (computes_weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data(), false);
+    if (computes_weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data());
     if (computes_data_grads(pass_)) columns_of_group(ts, 0, 0);
   }
 
@@ -38,9 +43,11 @@ class EigenConv2dBackward final : public Kernel {
     const int64_t C = c_.ic, K = c_.oc, HW = c_.ih * c_.iw, Kg = K / c_.g, crs = C / c_.g * c_.kh * c_.kw;
     for (int64_t n = 0; n < c_.mb; ++n) {
       if (computes_weight_grads(pass_)) {
+        Tensor& dw = ts.at(Arg::diff_wei);
+        if (n == 0) std::fill(dw.as<float>(), dw.as<float>() + dw.elements(), 0.0f);
         im2col(ts.at(Arg::src).as<float>() + n * C * HW);
         for (int64_t g = 0; g < c_.g; ++g)
-          weights_of_group(ts, n, g, ts.at(Arg::diff_wei).as<float>() + g * Kg * crs, n > 0);
+          weights_of_group(ts, n, g, dw.as<float>() + g * Kg * crs);
       }
       if (computes_data_grads(pass_)) {
         for (int64_t g = 0; g < c_.g; ++g)
@@ -58,30 +65,18 @@ class EigenConv2dBackward final : public Kernel {
   size_t scratch_bytes() const override { return threads_ ? threads_->cached_bytes() + col_.bytes() : 0; }
 
  private:
-  // dz_g of image n (K/G × P·Q) handed to f: diff_dst, or for relu=fused masked by dst.
-  template <class F>
-  void with_dz(const TensorSet& ts, int64_t n, int64_t g, F f) const {
-    const int64_t Kg = c_.oc / c_.g, PQ = c_.oh() * c_.ow(), at = (n * c_.oc + g * Kg) * PQ;
-    const ConstView<2> dy(ts.at(Arg::diff_dst).as<float>() + at, Kg, PQ);
-    if (relu_ == Relu::fused) {
-      const ConstView<2> y(ts.at(Arg::dst).as<float>() + at, Kg, PQ);
-      f((y > 0.0f).select(dy, dy.constant(0.0f)));
-    } else {
-      f(dy);
-    }
+  // dz_g of image n (K/G × P·Q): diff_dst's rows.
+  ConstView<2> dz(const TensorSet& ts, int64_t n, int64_t g) const {
+    const int64_t Kg = c_.oc / c_.g, PQ = c_.oh() * c_.ow();
+    return ConstView<2>(ts.at(Arg::diff_dst).as<float>() + (n * c_.oc + g * Kg) * PQ, Kg, PQ);
   }
 
-  // dW_g (K/G × C/G·R·S) (+)= dz_g · col_gᵀ, from the column matrix of image n in col_.
-  void weights_of_group(const TensorSet& ts, int64_t n, int64_t g, float* dw, bool accumulate) const {
+  // dW_g (K/G × C/G·R·S) += dz_g · col_gᵀ, from the column matrix of image n in col_ (dW
+  // zeroed before the first image: one contraction to instantiate, `+=`, not two).
+  void weights_of_group(const TensorSet& ts, int64_t n, int64_t g, float* dw) const {
     const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
     const ConstView<2> col(col_.data() + g * crs * PQ, crs, PQ);
-    View<2> w(dw, Kg, crs);
-    with_dz(ts, n, g, [&](const auto& dz) {
-      if (accumulate)
-        w.device(threads_->device()) += dz.contract(col, contract_dims(1, 1));
-      else
-        w.device(threads_->device()) = dz.contract(col, contract_dims(1, 1));
-    });
+    View<2>(dw, Kg, crs).device(threads_->device()) += dz(ts, n, g).contract(col, contract_dims(1, 1));
   }
 
   // dcol_g (C/G·R·S × P·Q) = W_gᵀ · dz_g into col_.
@@ -89,8 +84,7 @@ class EigenConv2dBackward final : public Kernel {
     const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
     const ConstView<2> w(ts.at(Arg::wei).as<float>() + g * Kg * crs, Kg, crs);
     View<2> dcol(col_.data() + g * crs * PQ, crs, PQ);
-    with_dz(ts, n, g,
-            [&](const auto& dz) { dcol.device(threads_->device()) = w.contract(dz, contract_dims(0, 0)); });
+    dcol.device(threads_->device()) = w.contract(dz(ts, n, g), contract_dims(0, 0));
   }
 
   void im2col(const float* x) {
@@ -115,7 +109,6 @@ class EigenConv2dBackward final : public Kernel {
     const int64_t K = c_.oc, PQ = c_.oh() * c_.ow(), N = c_.mb;
     float* db = ts.at(Arg::diff_bias).as<float>();
     const float* dy = ts.at(Arg::diff_dst).as<float>();
-    const float* y = relu_ == Relu::fused ? ts.at(Arg::dst).as<float>() : nullptr;
     threads_->parallel_for(K, 4.0 * double(N * PQ), double(N * PQ),
                            [=](Eigen::Index first, Eigen::Index last) {
                              for (Eigen::Index k = first; k < last; ++k) {
@@ -123,7 +116,7 @@ class EigenConv2dBackward final : public Kernel {
                                for (int64_t n = 0; n < N; ++n)
                                  for (int64_t i = 0; i < PQ; ++i) {
                                    const int64_t at = (n * K + k) * PQ + i;
-                                   sum += y && !(y[at] > 0.0f) ? 0.0f : dy[at];
+                                   sum += dy[at];
                                  }
                                db[k] = sum;
                              }

@@ -5,9 +5,8 @@
 //   forward: no transposed copy of ours);
 //   db (OC)    = dz summed over MB.
 // dz: diff_dst as given (relu=none); after the ReLU's backward (relu_backward_pass, a loop)
-// into diff_dst (separate) or over it (inplace); for relu=fused (y > 0).select(dy, 0) is the
-// contraction's operand itself, which Eigen evaluates as it packs. f32 only. Threads: Eigen's pool, as the
-// forward (kernels/eigen/common.h).
+// into diff_dst (separate) or over it (inplace); relu=fused declined (fused_backward_reason). f32 only.
+// Threads: Eigen's pool, as the forward (kernels/eigen/common.h).
 #include "kernels/eigen/common.h"
 #include "kernels/eigen/kernels.h"
 
@@ -16,7 +15,10 @@ namespace {
 
 class EigenDenseBackward final : public Kernel {
  public:
-  std::string supports(const Problem& p) const override { return dtype_reason(p); }
+  std::string supports(const Problem& p) const override {
+    if (std::string why = dtype_reason(p); !why.empty()) return why;
+    return fused_backward_reason(p);
+  }
 
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
     d_ = p.dense();
@@ -41,27 +43,18 @@ class EigenDenseBackward final : public Kernel {
   size_t scratch_bytes() const override { return threads_ ? threads_->cached_bytes() : 0; }
 
  private:
-  // The gradients into the outputs given (null: not computed), from dz: diff_dst, or for
-  // relu=fused diff_dst masked by dst, as an expression.
+  // The gradients into the outputs given (null: not computed), from dz, diff_dst.
   void gradients(const TensorSet& ts, float* dx_out, float* dw_out, float* db_out) const {
     const auto& dev = threads_->device();
-    const ConstView<2> dy(ts.at(Arg::diff_dst).as<float>(), d_.mb, d_.oc);  // MB×OC
-    auto with = [&](const auto& dz) {
-      if (dx_out) {
-        const ConstView<2> w(ts.at(Arg::wei).as<float>(), d_.oc, d_.ic);
-        View<2>(dx_out, d_.mb, d_.ic).device(dev) = dz.contract(w, contract_dims(1, 0));
-      }
-      if (dw_out) {
-        const ConstView<2> x(ts.at(Arg::src).as<float>(), d_.mb, d_.ic);
-        View<2>(dw_out, d_.oc, d_.ic).device(dev) = dz.contract(x, contract_dims(0, 0));
-        View<1>(db_out, d_.oc).device(dev) = dz.sum(Eigen::array<Eigen::Index, 1>{0});
-      }
-    };
-    if (relu_ == Relu::fused) {
-      const ConstView<2> y(ts.at(Arg::dst).as<float>(), d_.mb, d_.oc);
-      with((y > 0.0f).select(dy, dy.constant(0.0f)));
-    } else {
-      with(dy);
+    const ConstView<2> dz(ts.at(Arg::diff_dst).as<float>(), d_.mb, d_.oc);  // MB×OC
+    if (dx_out) {
+      const ConstView<2> w(ts.at(Arg::wei).as<float>(), d_.oc, d_.ic);
+      View<2>(dx_out, d_.mb, d_.ic).device(dev) = dz.contract(w, contract_dims(1, 0));
+    }
+    if (dw_out) {
+      const ConstView<2> x(ts.at(Arg::src).as<float>(), d_.mb, d_.ic);
+      View<2>(dw_out, d_.oc, d_.ic).device(dev) = dz.contract(x, contract_dims(0, 0));
+      View<1>(db_out, d_.oc).device(dev) = dz.sum(Eigen::array<Eigen::Index, 1>{0});
     }
   }
 

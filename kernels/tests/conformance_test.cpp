@@ -26,6 +26,15 @@ std::vector<std::string> cpu_kernel_ids() {
   return ids;
 }
 
+// Under the sanitizers (the test command's second stage) a multithreaded kernel's training
+// passes run on two threads only: the split that one thread skips is where memory errors
+// hide, and the stage's time is short.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
 class Conformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Conformance, DeclinesOrMatchesTheReference) {
@@ -47,7 +56,9 @@ TEST_P(Conformance, DeclinesOrMatchesTheReference) {
         Problem q = with_pass(p, pass);
         q.dt = dt;
         for (int threads : {1, 2})
-          if (threads == 1 || k.info.multithreaded) check_conforms(k, q, Context{threads});
+          if ((threads == 1 && !kSanitized) || (threads == 2 && k.info.multithreaded) ||
+              (threads == 1 && !k.info.multithreaded))
+            check_conforms(k, q, Context{threads});
       }
     }
   }
