@@ -87,38 +87,38 @@ class EigenConv2dBackward final : public Kernel {
     dcol.device(threads_->device()) = w.contract(dz(ts, n, g), contract_dims(0, 0));
   }
 
+  // Both split over the pool; two pointers captured each (no allocation in run()).
   void im2col(const float* x) {
     const int64_t rows = c_.ic * c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
-    float* col = col_.data();
-    const Conv2d& c = c_;
     threads_->parallel_for(
         rows, 8.0 * double(PQ), double(PQ),
-        [&c, x, col](Eigen::Index first, Eigen::Index last) { im2col_rows(c, x, col, first, last); });
+        [this, x](Eigen::Index first, Eigen::Index last) { im2col_rows(c_, x, col_.data(), first, last); });
   }
 
   void col2im(float* dx) {
     const int64_t taps = c_.kh * c_.kw, PQ = c_.oh() * c_.ow();
-    const float* col = col_.data();
-    const Conv2d& c = c_;
-    threads_->parallel_for(
-        c_.ic, 8.0 * double(taps * PQ), double(taps * PQ),
-        [&c, col, dx](Eigen::Index first, Eigen::Index last) { col2im_channels(c, col, dx, first, last); });
+    threads_->parallel_for(c_.ic, 8.0 * double(taps * PQ), double(taps * PQ),
+                           [this, dx](Eigen::Index first, Eigen::Index last) {
+                             col2im_channels(c_, col_.data(), dx, first, last);
+                           });
   }
 
   void bias_gradient(TensorSet& ts) const {
-    const int64_t K = c_.oc, PQ = c_.oh() * c_.ow(), N = c_.mb;
-    float* db = ts.at(Arg::diff_bias).as<float>();
-    const float* dy = ts.at(Arg::diff_dst).as<float>();
-    threads_->parallel_for(K, 4.0 * double(N * PQ), double(N * PQ),
-                           [=](Eigen::Index first, Eigen::Index last) {
+    // Two pointers captured, so that the std::function parallel_for takes does not allocate
+    // in run() (kernels/eigen/common.h).
+    struct Sums {
+      int64_t K, PQ, N;
+      float* db;
+      const float* dy;
+    } s{c_.oc, c_.oh() * c_.ow(), c_.mb, ts.at(Arg::diff_bias).as<float>(), ts.at(Arg::diff_dst).as<float>()};
+    threads_->parallel_for(s.K, 4.0 * double(s.N * s.PQ), double(s.N * s.PQ),
+                           [&s](Eigen::Index first, Eigen::Index last) {
                              for (Eigen::Index k = first; k < last; ++k) {
                                float sum = 0.0f;
-                               for (int64_t n = 0; n < N; ++n)
-                                 for (int64_t i = 0; i < PQ; ++i) {
-                                   const int64_t at = (n * K + k) * PQ + i;
-                                   sum += dy[at];
-                                 }
-                               db[k] = sum;
+                               for (int64_t n = 0; n < s.N; ++n)
+                                 for (int64_t i = 0; i < s.PQ; ++i)
+                                   sum += s.dy[(n * s.K + k) * s.PQ + i];
+                               s.db[k] = sum;
                              }
                            });
   }
