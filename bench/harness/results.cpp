@@ -16,6 +16,7 @@
 #include <numeric>
 
 #include "bench/cli/format.h"
+#include "bench/harness/json_text.h"
 #include "bench/harness/machine.h"
 #include "bench/harness/phases.h"
 #include "bench/harness/probes.h"
@@ -209,7 +210,7 @@ std::string settings_difference(const Json& before, const Json& now, const std::
     auto text = [&key](const Json& settings) {
       if (!settings.is_object() || !settings.contains(key)) return std::string("(none)");
       const Json& v = settings[key];
-      return v.is_string() ? v.get<std::string>() : v.dump();
+      return v.is_string() ? v.get<std::string>() : json_text(v);
     };
     const std::string was = text(before), is = text(now);
     if (was != is) return key + ": '" + was + "' before, '" + is + "' now";
@@ -311,7 +312,7 @@ void RunLog::append(const std::vector<Json>& lines) {
   }
   std::string text;
   for (const Json& j : lines)
-    text += j.dump() + "\n";  // nlohmann writes NaN and infinities as null
+    text += json_text(j) + "\n";  // nlohmann writes NaN and infinities as null
   const off_t before = lseek(fd_, 0, SEEK_END);
   if (!write_all(fd_, text)) {
     const int error = errno;
@@ -373,7 +374,7 @@ void write_json_atomically(const std::string& path, const Json& j) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-  const bool written = write_all(fd, j.dump(2) + "\n");
+  const bool written = write_all(fd, json_text(j, 2) + "\n");
   const int error = errno;
   if (::close(fd) != 0 || !written) {
     std::remove(tmp.c_str());

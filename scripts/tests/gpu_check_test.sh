@@ -20,10 +20,13 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bundle/bin" "$tmp/bundle/lib" "$tmp/work"
 ln -s "$build/bench/layerbench" "$build"/cuda/lb_* "$tmp/bundle/bin/"
 out=$tmp/out
-budget=60
+# 40 s, the peaks measured with short repetitions (they are this test's to measure: its own
+# cache file): stage 1 took 11 of 60 s with the default repetitions, and the whole test 52 s
+# of the test command beside other tests (2-core Zen 5 VM).
+budget=40
 
 t0=$(date +%s)
-TMPDIR=$tmp/work LB_GPU_BUNDLE=$tmp/bundle "$repo/scripts/gpu-check.sh" "$out" --dry-run --budget $budget \
+TMPDIR=$tmp/work LB_GPU_BUNDLE=$tmp/bundle LAYERBENCH_PEAK_SECONDS=0.02 "$repo/scripts/gpu-check.sh" "$out" --dry-run --budget $budget \
   >"$tmp/stdout" 2>&1
 rc=$?
 took=$(($(date +%s) - t0))
