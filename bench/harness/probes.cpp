@@ -100,14 +100,17 @@ void CpuSampler::start() {
 
 void CpuSampler::stop() {
   if (!thread_.joinable()) return;
+  // Both accountings at one moment, the sampler's own thread still running: the process
+  // clock counts its CPU time, and so must the scheduler's (read after the join, it missed
+  // it, and a timed loop on one thread read 106 % against 100 % beside a busy core).
   const double w = wall_seconds(), c = process_cpu_seconds();
+  const SchedTimes sched = sched_times();
   {
     std::lock_guard lock(mutex_);
     running_ = false;
   }
   wake_.notify_one();
   thread_.join();
-  const SchedTimes sched = sched_times();
   const double wall = w - start_wall_;
   average_ = wall > 0 ? 100.0 * (c - start_cpu_) / wall : 0.0;
   if (sched.available && start_sched_.available && wall > 0) {
