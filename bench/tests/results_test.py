@@ -96,7 +96,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("dense mb=2 ic=8 oc=4\ndense mb=3 ic=16 oc=8 relu=fused\n"
                 "conv2d mb=1 ic=2 ih=6 iw=6 oc=4 kh=3 kw=3 ph=1\nlstm mb=1 t=2 ic=4 hc=4\n")
     sweep = ["--suite", suite, "--backend", "ref,cpu,onednn,eigen", "--dtype", "f32", "--threads", "1",
-             "--benchmark_min_time=0.01", "--benchmark_repetitions=3"]
+             "--benchmark_min_time=0.004", "--benchmark_repetitions=3"]
     expected = [line.partition("  ")[0] for line in run("run", "--list", *sweep).stdout.splitlines()]
     check(len(expected) >= 8, f"the tiny sweep has {len(expected)} cases")
 
@@ -180,7 +180,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # Two runs on one --out: the second is refused naming the first's pid; the first's
     # results are intact.
     shared = os.path.join(tmp, "shared.json")
-    slow = [a if a != "--benchmark_min_time=0.01" else "--benchmark_min_time=0.05" for a in sweep]
+    slow = [a if a != "--benchmark_min_time=0.004" else "--benchmark_min_time=0.05" for a in sweep]
     first = subprocess.Popen([LB, "run", *slow, "--out", shared], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline and not (os.path.exists(shared + "l") and os.path.getsize(shared + "l") > 0):

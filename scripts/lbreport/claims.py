@@ -205,6 +205,27 @@ def memory_fits(cases, metric="host"):
     return out
 
 
+# Claims 3, 4 and 6 are about memory, which a training step holds more of than inference
+# (the inputs every layer keeps for its backward, the gradients): each is judged on the
+# forward pass (no dir=) and on the whole training step (dir=train) apart, every line and
+# table row saying which; the other passes are parts of a step.
+MEMORY_PASSES = (("inference", "fwd"), ("training step", "train"))
+
+
+def by_memory_pass(cases):
+    """[(what, pass, cases of that pass)] for the passes of MEMORY_PASSES that have cases."""
+    out = []
+    for what, name in MEMORY_PASSES:
+        cs = [c for c in cases if c.pass_name == name]
+        if cs:
+            out.append((what, name, cs))
+    return out
+
+
+def _of_pass(label, name):
+    return label if name == "fwd" else f"{label} (dir={name})"
+
+
 def claim3(cases):
     lines = []
     parts = []
@@ -212,8 +233,8 @@ def claim3(cases):
                    ("MB per sample", "slope_bytes"), ("R²", "r2"), ("model params MB", "pred_param_bytes"),
                    ("model activations MB/sample", "pred_act_bytes_per_sample")],
                   right=[False, False, False, True, True, True, True, True])
-    for metric in ("host", "device"):
-        fits = memory_fits(cases, metric)
+    for (what, pass_name, group), metric in ((g, m) for g in by_memory_pass(cases) for m in ("host", "device")):
+        fits = memory_fits(group, metric)
         if not fits:
             continue
         grows = [f for f in fits if f["slope"] > 0]
@@ -223,7 +244,7 @@ def claim3(cases):
              else REFUTED if len(grows) < n / 3 or len(fixed) < n / 3 else DEPENDS)
         parts.append(v)
         share = stats.median([f["fixed"] / f["first"] for f in fits if f["first"] > 0])
-        lines.append(f"{metric} peak ({n} cases measured at ≥ 2 batch sizes): grows with batch in {len(grows)}, has a "
+        lines.append(f"{what}, {metric} peak ({n} cases measured at ≥ 2 batch sizes): grows with batch in {len(grows)}, has a "
                      f"fixed part > 10 % of the smallest batch's peak in {len(fixed)} (median fixed share "
                      f"{fmt_pct(100 * share if share is not None else None)}) → {v}.")
         two_points = sum(1 for f in fits if len(f["batches"]) == 2)
@@ -234,14 +255,15 @@ def claim3(cases):
             by_type[f["type"]].append(f)
         for typ in sorted(by_type, key=type_rank):
             fs = by_type[typ]
-            lines.append(f"{metric} / {typ}: median fixed {fmt_mb(stats.median([f['fixed'] for f in fs]))} MB, "
+            lines.append(f"{what}, {metric} / {typ}: median fixed {fmt_mb(stats.median([f['fixed'] for f in fs]))} MB, "
                          f"median {fmt_mb(stats.median([f['slope'] for f in fs]))} MB per sample "
                          f"(model: params {fmt_mb(stats.median([f['params'] for f in fs]))} MB, activations "
                          f"{fmt_mb(stats.median([f['act_per_sample'] for f in fs]))} MB per sample).")
         for f in fits[:12]:
-            table.add([f["label"], metric, ",".join(map(str, f["batches"])), fmt_mb(f["fixed"]), fmt_mb(f["slope"]),
+            label = _of_pass(f["label"], pass_name)
+            table.add([label, metric, ",".join(map(str, f["batches"])), fmt_mb(f["fixed"]), fmt_mb(f["slope"]),
                        fmt_num(f["r2"], 3), fmt_mb(f["params"]), fmt_mb(f["act_per_sample"])],
-                      [f["label"], metric, " ".join(map(str, f["batches"])), f["fixed"], f["slope"], f["r2"], f["params"],
+                      [label, metric, " ".join(map(str, f["batches"])), f["fixed"], f["slope"], f["r2"], f["params"],
                        f["act_per_sample"]])
     if not any(r for r in table.raw if r[1] == "device"):
         lines.append(f"device memory not measured: needs {GPU_RUN} at ≥ 2 batch sizes.")
@@ -249,8 +271,9 @@ def claim3(cases):
         return Verdict(3, "Parameter memory is fixed; activation memory grows with batch (fixed part + per-sample slope)",
                        NOT_MEASURED, "not measured: needs the same cases at ≥ 2 batch sizes (e.g. --batch 1,16,64).",
                        lines)
-    summary = ("Fit of peak memory vs batch per case: fixed part (intercept) + slope per sample. Rule: slope > 0 and a "
-               "fixed part > 10 % of the smallest batch's peak in ≥ 2/3 of the cases confirms; in < 1/3 refutes.")
+    summary = ("Fit of peak memory vs batch per case: fixed part (intercept) + slope per sample, for inference and "
+               "for the training step (dir=train) apart where both were measured. Rule: slope > 0 and a fixed part > "
+               "10 % of the smallest batch's peak in ≥ 2/3 of the cases confirms; in < 1/3 refutes.")
     return Verdict(3, "Parameter memory is fixed; activation memory grows with batch (fixed part + per-sample slope)",
                    _combine(parts), summary, lines, table)
 
@@ -269,7 +292,8 @@ CLAIMED_SAVING = {"bf16": 15.0, "f16": 15.0, "i8": 30.0, "f8": 30.0}
 
 def claim4(cases):
     lines, parts = [], []
-    dense = [c for c in cases if c.ok and c.op == "dense" and c.dtype == "f32" and c.value("lb_pred_param_bytes")]
+    dense = [c for c in cases if c.ok and c.op == "dense" and c.dtype == "f32" and c.pass_name == "fwd"
+             and c.value("lb_pred_param_bytes")]
     if dense:
         per = stats.median([c.value("lb_pred_param_bytes") / _dense_elements(c) for c in dense if _dense_elements(c)])
         big = max(dense, key=lambda c: c.value("lb_pred_param_bytes"))
@@ -280,10 +304,12 @@ def claim4(cases):
                    ("host peak saving", "host_saving_pct"), ("device peak saving", "device_saving_pct"),
                    ("claimed", "claimed_saving_pct")], right=[False, False, True, True, True, True, True])
     dtypes = sorted({c.dtype for c in cases if c.ok and c.dtype in CLAIMED_SAVING})
-    for dt in dtypes:
+    for (what, pass_name, group), dt in ((g, d) for g in by_memory_pass(cases) for d in dtypes):
         groups = defaultdict(list)
-        for a, b in pairs(cases, "dtype", dt, "f32"):
+        for a, b in pairs(group, "dtype", dt, "f32"):
             groups[a.type].append((a, b))
+        if not groups:
+            continue
         verdicts = []
         for typ in sorted(groups, key=type_rank):
             ps = groups[typ]
@@ -302,13 +328,13 @@ def claim4(cases):
             measured_ = [s for s in (sh, sd) if s is not None]
             for s in measured_:
                 verdicts.append(CONFIRMED if abs(s - claimed) <= 10 else REFUTED)
-            table.add([dt, typ, len(ps), fmt_pct(st), fmt_pct(sh), fmt_pct(sd), fmt_pct(claimed)],
-                      [dt, typ, len(ps), st, sh, sd, claimed])
+            table.add([dt, _of_pass(typ, pass_name), len(ps), fmt_pct(st), fmt_pct(sh), fmt_pct(sd), fmt_pct(claimed)],
+                      [dt, _of_pass(typ, pass_name), len(ps), st, sh, sd, claimed])
         parts.append(_combine(verdicts) if verdicts else NOT_MEASURED)
-        rows = [r for r in table.raw if r[0] == dt]
+        rows = [r for r in table.raw if r[0] == dt and r[1] in {_of_pass(t, pass_name) for t in groups}]
         got = [x for r in rows for x in (r[4], r[5]) if x is not None]
         if got:
-            lines.append(f"{dt} vs f32: measured peak savings {fmt_pct(min(got))} … {fmt_pct(max(got))} over "
+            lines.append(f"{what}, {dt} vs f32: measured peak savings {fmt_pct(min(got))} … {fmt_pct(max(got))} over "
                          f"{len(rows)} layer types, claimed {fmt_pct(CLAIMED_SAVING[dt])} → {parts[-1]}.")
     missing = [d for d in ("bf16", "i8") if d not in dtypes]
     if missing:
@@ -316,7 +342,8 @@ def claim4(cases):
     if not any(r[5] is not None for r in table.raw):
         lines.append(f"device memory savings not measured: needs {GPU_RUN} with several dtypes.")
     summary = ("Saving = 1 − (peak with the reduced dtype ÷ peak with f32) for the same case, geometric mean per layer "
-               "type; the notes claim ≈ 15 % for mixed precision and ≈ 30 % for 8-bit. Rule: within ±10 points of the "
+               "type, for inference and for the training step (dir=train) apart; the notes claim ≈ 15 % for mixed "
+               "precision and ≈ 30 % for 8-bit. Rule: within ±10 points of the "
                "claim → confirmed, further off → refuted, mixed across layer types → depends. Tensor saving is the "
                "bytes of our tensors (exact); host and device peaks are measured (pairs above "
                f"{MEMORY_FLOOR_BYTES // 1024} KiB).")
@@ -391,38 +418,49 @@ def claim5(cases, network_analyses):
 
 
 def claim6(cases):
-    ps = pairs(cases, "relu", "inplace", "separate")
-    if not ps:
+    lines, parts = [], []
+    judged = set()
+    for what, pass_name, group in by_memory_pass(cases):
+        ps = pairs(group, "relu", "inplace", "separate")
+        if not ps:
+            continue
+        judged.add(pass_name)
+        tensors = [(a.value("lb_tensor_bytes") or 0) - (b.value("lb_tensor_bytes") or 0) for a, b in ps]
+        host = [(a.host_peak, b.host_peak) for a, b in ps
+                if a.host_peak is not None and b.host_peak is not None
+                and max(a.host_peak, b.host_peak) >= MEMORY_FLOOR_BYTES]
+        dev = [(a.device_peak, b.device_peak) for a, b in ps
+               if a.device_peak is not None and b.device_peak is not None
+               and max(a.device_peak, b.device_peak) >= MEMORY_FLOOR_BYTES]
+        lines.append(f"{what}: {len(ps)} pairs (same kernel, dtype and problem): in-place holds a median "
+                     f"{fmt_mb(stats.median(tensors))} MB fewer bytes of tensors (the separate ReLU's output buffer"
+                     + (", and in the backward its gradient's)." if pass_name != "fwd" else ")."))
+        for name, xs in (("host", host), ("device", dev)):
+            if not xs:
+                lines.append(f"{what}, {name} peak not measured"
+                             + (f": needs {GPU_RUN} with --relu inplace,separate." if name == "device"
+                                else f": no pair above {MEMORY_FLOOR_BYTES // 1024} KiB."))
+                parts.append(NOT_MEASURED)
+                continue
+            savings = [a - b for a, b in xs]
+            smaller = sum(1 for s in savings if s > 0)
+            pct = stats.median([100.0 * (a - b) / a for a, b in xs if a > 0])
+            v = CONFIRMED if smaller >= 2 * len(xs) / 3 and stats.median(savings) > 0 else \
+                REFUTED if stats.median(savings) <= 0 else DEPENDS
+            parts.append(v)
+            lines.append(f"{what}, {name} peak: in-place lower in {smaller} of {len(xs)} pairs, median saving "
+                         f"{fmt_mb(stats.median(savings))} MB ({fmt_pct(pct)}) → {v}.")
+        times = [stats.pct_change(b.time_us / a.time_us) for a, b in ps]
+        lines.append(f"{what}, time, in-place vs separate: median {fmt_pct(stats.median(times), True)}.")
+    if not judged:
         return Verdict(6, "An in-place ReLU saves memory", NOT_MEASURED,
                        "not measured: needs the same cases with --relu inplace,separate.")
-    lines = []
-    tensors = [(a.value("lb_tensor_bytes") or 0) - (b.value("lb_tensor_bytes") or 0) for a, b in ps]
-    host = [(a.host_peak, b.host_peak) for a, b in ps
-            if a.host_peak is not None and b.host_peak is not None and max(a.host_peak, b.host_peak) >= MEMORY_FLOOR_BYTES]
-    dev = [(a.device_peak, b.device_peak) for a, b in ps
-           if a.device_peak is not None and b.device_peak is not None and max(a.device_peak, b.device_peak) >= MEMORY_FLOOR_BYTES]
-    lines.append(f"{len(ps)} pairs (same kernel, dtype and problem): in-place holds a median {fmt_mb(stats.median(tensors))} MB "
-                 "fewer bytes of tensors (the separate ReLU's output buffer).")
-    parts = []
-    for name, xs in (("host", host), ("device", dev)):
-        if not xs:
-            lines.append(f"{name} peak not measured" + (f": needs {GPU_RUN} with --relu inplace,separate." if name == "device"
-                                                        else f": no pair above {MEMORY_FLOOR_BYTES // 1024} KiB."))
-            parts.append(NOT_MEASURED)
-            continue
-        savings = [a - b for a, b in xs]
-        smaller = sum(1 for s in savings if s > 0)
-        pct = stats.median([100.0 * (a - b) / a for a, b in xs if a > 0])
-        v = CONFIRMED if smaller >= 2 * len(xs) / 3 and stats.median(savings) > 0 else \
-            REFUTED if stats.median(savings) <= 0 else DEPENDS
-        parts.append(v)
-        lines.append(f"{name} peak: in-place lower in {smaller} of {len(xs)} pairs, median saving "
-                     f"{fmt_mb(stats.median(savings))} MB ({fmt_pct(pct)}) → {v}.")
-    times = [stats.pct_change(b.time_us / a.time_us) for a, b in ps]
-    lines.append(f"time, in-place vs separate: median {fmt_pct(stats.median(times), True)}.")
-    lines.append("the backward-pass half of the claim is not measured here: layerbench times inference only.")
-    summary = ("Pairs of the same case with --relu separate and --relu inplace. Rule: in-place peak lower in ≥ 2/3 of "
-               "the pairs with a positive median saving → confirmed; median saving ≤ 0 → refuted; otherwise depends.")
+    if "train" not in judged:
+        lines.append("the training half of the claim (the backward computed from the output alone) is not measured "
+                     "here: needs the same cases with --dir train.")
+    summary = ("Pairs of the same case with --relu separate and --relu inplace, for inference and for the training "
+               "step (dir=train) apart. Rule: in-place peak lower in ≥ 2/3 of the pairs with a positive median saving "
+               "→ confirmed; median saving ≤ 0 → refuted; otherwise depends.")
     return Verdict(6, "An in-place ReLU saves memory", _combine(parts), summary, lines)
 
 

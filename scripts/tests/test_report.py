@@ -241,6 +241,36 @@ class Rules(unittest.TestCase):
                            problem=f"dense mb=1 ic=4 oc=4 dt=f32 relu={relu}"))
         self.assertEqual(claims.claim6(cs).verdict, "refuted")
 
+    def test_memory_claims_judge_inference_and_the_training_step_apart(self):
+        # Inference: the in-place ReLU saves nothing; the training step: it saves the 4 MB of
+        # one buffer. Judged together they would be one median; apart, each says its own.
+        cs = []
+        for d, saved in (("", 0.0), (" dir=train", 4e6)):
+            for relu in ("inplace", "separate"):
+                peak = 20e6 + (saved if relu == "separate" else 0.0)
+                cs.append(case(f"k/f32/p{d}-relu_{relu}", relu=relu, time=10.0, lb_host_peak_bytes=peak,
+                               lb_tensor_bytes=peak, problem=f"dense mb=8 ic=64 oc=64 dt=f32 relu={relu}{d}"))
+        v = claims.claim6(cs)
+        self.assertEqual(v.verdict, "depends")
+        text = "\n".join(v.lines)
+        self.assertIn("inference, host peak: in-place lower in 0 of 1 pairs", text)
+        self.assertIn("training step, host peak: in-place lower in 1 of 1 pairs", text)
+        self.assertNotIn("--dir train", text)
+        self.assertEqual(claims.claim6([c for c in cs if "dir=" not in c.problem]).verdict, "refuted")
+        only_train = claims.claim6([c for c in cs if "dir=" in c.problem])
+        self.assertEqual(only_train.verdict, "confirmed")
+        # A batch fit per pass: the training step's slope is its own, not mixed with inference's.
+        fits = []
+        for d, slope in (("", 2e6), (" dir=train", 6e6)):
+            fits += [case(f"k/f32/p{d}-mb{b}", time=10.0 * b, lb_host_peak_bytes=5e6 + slope * b, lb_batch=float(b),
+                          problem=f"conv2d mb={b} ic=8 ih=8 iw=8 oc=8 kh=3 kw=3 dt=f32 relu=none{d}")
+                     for b in (1, 4, 16)]
+        v3 = claims.claim3(fits)
+        self.assertEqual(v3.verdict, "confirmed")
+        self.assertTrue(any(l.startswith("training step, host / conv: median fixed 5 MB, median 6 MB per sample")
+                            for l in v3.lines), v3.lines)
+        self.assertTrue(any("(dir=train)" in str(r[0]) for r in v3.table.raw))
+
     def test_batch_fit_recovers_fixed_and_slope(self):
         cs = [case(f"k/f32/p-mb{b}", time=10.0 * b, lb_host_peak_bytes=5e6 + 2e6 * b, lb_batch=float(b),
                    lb_pred_param_bytes=5e6, lb_pred_act_bytes=2e6 * b,
