@@ -324,23 +324,24 @@ std::vector<int64_t> spread(int64_t k, int64_t n) {
   return picks;
 }
 
-}  // namespace
-
-std::vector<int64_t> verification_samples(const Problem& p, int64_t max_reference_macs) {
-  const int64_t n = p.batch();
-  const double per_sample = double(traits(p.op()).macs(p)) / double(n);
+// Of n items that share a reference's `macs` evenly (batch samples; output channels of a
+// weight gradient), as many as the budget pays for (all when it is 0 or they fit), at least
+// one, spread over 0..n-1.
+std::vector<int64_t> spread_within_budget(int64_t n, double macs, int64_t max_reference_macs) {
   int64_t k = n;
-  if (max_reference_macs > 0 && per_sample * double(n) > double(max_reference_macs))
-    k = std::clamp(int64_t(double(max_reference_macs) / per_sample), int64_t(1), n);
+  if (max_reference_macs > 0 && macs > double(max_reference_macs))
+    k = std::clamp(int64_t(double(max_reference_macs) / (macs / double(n))), int64_t(1), n);
   return spread(k, n);
 }
 
+}  // namespace
+
+std::vector<int64_t> verification_samples(const Problem& p, int64_t max_reference_macs) {
+  return spread_within_budget(p.batch(), double(traits(p.op()).macs(p)), max_reference_macs);
+}
+
 std::vector<int64_t> verification_rows(const Problem& p, int64_t rows, int64_t max_reference_macs) {
-  const double per_row = double(traits(p.op()).macs(p)) / double(rows);
-  int64_t k = rows;
-  if (max_reference_macs > 0 && per_row * double(rows) > double(max_reference_macs))
-    k = std::clamp(int64_t(double(max_reference_macs) / per_row), int64_t(1), rows);
-  return spread(k, rows);
+  return spread_within_budget(rows, double(traits(p.op()).macs(p)), max_reference_macs);
 }
 
 Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigests& before,
