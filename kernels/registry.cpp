@@ -19,15 +19,15 @@ class SplitByPass final : public Kernel {
       : forward_(std::move(forward)), backward_(std::move(backward)) {}
 
   std::string supports(const Problem& p) const override {
-    if (uses_forward(p))
+    if (runs_forward(p.pass))
       if (std::string why = forward_->supports(p); !why.empty()) return why;
-    if (uses_backward(p))
+    if (runs_backward(p.pass))
       if (std::string why = backward_->supports(p); !why.empty()) return why;
     return {};
   }
   void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
-    forward_on_ = uses_forward(p);
-    backward_on_ = uses_backward(p);
+    forward_on_ = runs_forward(p.pass);
+    backward_on_ = runs_backward(p.pass);
     if (forward_on_) forward_->prepare(p, ts, ctx);
     if (backward_on_) backward_->prepare(p, ts, ctx);
   }
@@ -58,9 +58,6 @@ class SplitByPass final : public Kernel {
   bool rounds_before_bias() const override { return forward_on_ && forward_->rounds_before_bias(); }
 
  private:
-  static bool uses_forward(const Problem& p) { return runs_forward(p.pass); }
-  static bool uses_backward(const Problem& p) { return runs_backward(p.pass); }
-
   std::unique_ptr<Kernel> forward_, backward_;
   bool forward_on_ = false, backward_on_ = false;
 };

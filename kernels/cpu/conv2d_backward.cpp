@@ -161,8 +161,8 @@ class Conv2dBackward final : public Kernel {
  private:
   int64_t dw_elements() const { return c_.oc * (c_.ic / c_.g) * c_.kh * c_.kw; }
 
-  // dz: diff_dst as given or after the ReLU's backward (dense_backward.cpp); nullptr for
-  // fused, masked where it is read: dz_at().
+  // Element `at` of dz: gradient_at_output()'s (cpu/common.h), or for relu=fused (dz null)
+  // diff_dst masked by dst as it is read.
   float dz_at(const float* dz, int64_t at) const { return dz ? dz[at] : (y_[at] > 0.0f ? dy_[at] : 0.0f); }
 
   // A packer of micro-panels (gemm.h's PackFn) from element (i, k) at base + i·rs + k·cs of

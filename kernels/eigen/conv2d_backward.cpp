@@ -34,6 +34,7 @@ class EigenConv2dBackward final : public Kernel {
     // buffers (every image and group has the same shapes), on diff_dst as it is.
     const int64_t Kg = c_.oc / c_.g, crs = c_.ic / c_.g * c_.kh * c_.kw;
     AlignedBuffer<float> dw(size_t(Kg * crs));
+    std::fill(dw.data(), dw.data() + Kg * crs, 0.0f);  // added into, then dropped
     if (computes_weight_grads(pass_)) weights_of_group(ts, 0, 0, dw.data());
     if (computes_data_grads(pass_)) columns_of_group(ts, 0, 0);
   }
