@@ -6,6 +6,7 @@
 
 #include "kernels/common.h"
 #include "kernels/device.h"
+#include "kernels/host_memory.h"
 
 namespace lb {
 
@@ -107,6 +108,9 @@ void CaseSession::finish() {
 }
 
 Verdict CaseSession::verify(int64_t max_reference_macs) const {
+  // The reference's buffers are resident blocks the process keeps (host_memory.h): not
+  // the case's memory, and new pages for each would cost a sweep a third of its system time.
+  const ResidentScope resident;
   // An input the pass writes in place is made again, from the seed, for the reference.
   TensorSet originals;
   const std::vector<Arg> inputs = input_args(problem_);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "kernels/common.h"
+#include "kernels/host_memory.h"
 #include "kernels/ops/traits.h"
 
 namespace lb {
@@ -20,45 +21,8 @@ constexpr uint16_t kPoisonF16 = 0x7e5au;
 constexpr uint16_t kPoisonBf16 = 0x7fdau;
 constexpr uint8_t kPoisonByte = 0xa5u;
 
-constexpr size_t kMappedBytes = size_t(1) << 20;  // tensors this large get a mapping of their own
-
-// Large tensors get a mapping of their own with every page taken at once: each tensor
-// is written (filled or poisoned) right after it is made, and taking its pages in one
-// call costs a fraction of a page fault each. Mappings of 2 MiB and more are aligned to
-// 2 MiB and asked for transparent huge pages (where the host allows them, see
-// huge_pages_policy()): a batch-64 case maps hundreds of megabytes, and populating them
-// 4 KiB at a time was a quarter of a sweep's CPU time on a 2-core VM (perf, the kernel's
-// fault and accounting paths), the page clearing itself a sixth of that.
-constexpr size_t kHugePage = size_t(2) << 20;
-
-struct Mapping {
-  std::byte* data;
-  size_t bytes;
-};
-
-Mapping map_populated(size_t bytes) {
-  if (bytes < kHugePage) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    return {static_cast<std::byte*>(p), bytes};
-  }
-  // Over-map by a huge page, then unmap the unaligned head and the tail.
-  const size_t len = size_t(round_up(int64_t(bytes), int64_t(kHugePage)));
-  void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) throw std::bad_alloc();
-  auto* base = static_cast<std::byte*>(raw);
-  auto* aligned =
-      reinterpret_cast<std::byte*>(round_up(int64_t(reinterpret_cast<uintptr_t>(base)), int64_t(kHugePage)));
-  if (aligned > base) munmap(base, size_t(aligned - base));
-  if (const size_t tail = size_t(base + len + kHugePage - (aligned + len)); tail) munmap(aligned + len, tail);
-  madvise(aligned, len, MADV_HUGEPAGE);  // advice: refused where THP is off, and then 4 KiB pages
-  // Take the pages now, as MAP_POPULATE would (MADV_POPULATE_WRITE, Linux 5.14); on an
-  // older kernel the first write takes them instead.
-#ifdef MADV_POPULATE_WRITE
-  madvise(aligned, len, MADV_POPULATE_WRITE);
-#endif
-  return {aligned, len};
-}
+// Tensors this large get a mapping of their own (host_memory.h).
+constexpr size_t kMappedBytes = size_t(1) << 20;
 
 // splitmix64: tiny, fast and identical everywhere (std distributions are not).
 // splitmix64 is counter-based: draw i is a function of the seed and i alone, so a fill
@@ -199,6 +163,10 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
     elements_ *= d;
   const size_t padded = size_t(round_up(int64_t(bytes()), 64));
   if (padded >= kMappedBytes) {
+    if (void* block = take_resident(padded)) {  // verification's (host_memory.h)
+      data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(block), Free{padded});
+      return;
+    }
     const Mapping m = map_populated(padded);
     data_ = std::unique_ptr<std::byte[], Free>(m.data, Free{m.bytes});
     return;
@@ -209,10 +177,10 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
 }
 
 void Tensor::Free::operator()(std::byte* p) const {
-  if (mapped)
-    munmap(p, mapped);
-  else
+  if (!mapped)
     std::free(p);
+  else if (!give_back_resident(p))
+    munmap(p, mapped);
 }
 
 double Tensor::load(int64_t i) const {

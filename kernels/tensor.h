@@ -90,7 +90,7 @@ class Tensor {
   Tensor clone() const;
 
  private:
-  struct Free {     // a mapping goes back through munmap, the rest through free()
+  struct Free {  // a mapping goes back through munmap (a resident block to its pool), the rest through free()
     size_t mapped;  // bytes of a mapping; 0 (as value-initialised): aligned_alloc'ed
     void operator()(std::byte* p) const;
   };

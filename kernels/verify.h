@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/host_memory.h"
 #include "kernels/registry.h"
 
 namespace lb {
@@ -71,7 +72,7 @@ inline constexpr double kMistrustZeroFraction = 0.8;
 // What the reference says of one output tensor, per element in its layout: the exact
 // value (ReLU applied as the output's mode asks), its magnitude and stored (see above).
 struct Expected {
-  std::vector<double> value, magnitude, stored;
+  Doubles value, magnitude, stored;
 };
 
 // Compares one output tensor against the reference's (same number of elements).

@@ -180,6 +180,7 @@ class Plan {
   dnnl::stream stream_;
   std::vector<Step> steps_;
   std::vector<Binding> bindings_;
+  std::vector<Tensor> buffers_;  // what owned_ points into
   std::vector<dnnl::memory> owned_;
   size_t owned_bytes_ = 0, extra_bytes_ = 0;
   dnnl::memory scratchpad_;

@@ -12,13 +12,13 @@
 namespace lb::ref {
 
 // out must already hold t.elements() values (sized in prepare(), so run() does not allocate).
-inline void load_all(const Tensor& t, std::vector<double>& out) {
+inline void load_all(const Tensor& t, Doubles& out) {
   for (int64_t i = 0; i < t.elements(); ++i)
     out[i] = t.load(i);
 }
 
 // y holds the layer's output before any ReLU.
-inline void write_output(Relu relu, TensorSet& ts, const std::vector<double>& y) {
+inline void write_output(Relu relu, TensorSet& ts, const Doubles& y) {
   Tensor& dst = ts.at(Arg::dst);
   const int64_t n = dst.elements();
   if (relu == Relu::fused) {
@@ -46,7 +46,7 @@ inline void clear(Expected& e) {
 }
 
 // Writes every value of v to t (rounded to its storage).
-inline void store_all(const std::vector<double>& v, Tensor& t) {
+inline void store_all(const Doubles& v, Tensor& t) {
   for (int64_t i = 0; i < t.elements(); ++i)
     t.store(i, v[i]);
 }
@@ -57,7 +57,7 @@ inline void store_all(const std::vector<double>& v, Tensor& t) {
 // train wrote. dz goes to `dz` as exact values; under separate it is written to diff_dst,
 // under inplace over diff_dst (the arriving gradient), and `expected` (diff_dst's) holds
 // it: a copy or a zero, exact in any storage.
-inline void relu_backward(Relu relu, TensorSet& ts, std::vector<double>& dz, Expected& expected) {
+inline void relu_backward(Relu relu, TensorSet& ts, Doubles& dz, Expected& expected) {
   const Tensor& dy = ts.at(relu == Relu::separate ? Arg::diff_relu_dst : Arg::diff_dst);
   load_all(dy, dz);
   if (relu == Relu::none) return;

@@ -154,7 +154,7 @@ class RefConv2d final : public Oracle {
   Problem problem_;
   Conv2d c_;
   Relu relu_ = Relu::none;
-  std::vector<double> x_, w_, b_, dz_;
+  Doubles x_, w_, b_, dz_;
 };
 
 }  // namespace

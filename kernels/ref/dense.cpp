@@ -113,7 +113,7 @@ class RefDense final : public Oracle {
   Problem problem_;
   Dense p_;
   Relu relu_ = Relu::none;
-  std::vector<double> x_, w_, b_, dz_;
+  Doubles x_, w_, b_, dz_;
 };
 
 }  // namespace

@@ -36,9 +36,9 @@ namespace lb::ref {
 // the dst it wrote, and dz = dy where that is > 0; its masked values are exact.
 class Oracle : public Kernel {
  public:
-  const std::vector<double>& exact() const { return y_; }
-  const std::vector<double>& magnitude() const { return magnitude_; }
-  const std::vector<double>& stored() const { return stored_; }
+  const Doubles& exact() const { return y_; }
+  const Doubles& magnitude() const { return magnitude_; }
+  const Doubles& stored() const { return stored_; }
   // After run(): what the reference says of output `a` of the pass (empty if none).
   const Expected& expected(Arg a) const { return expected_[int(a)]; }
   // Before prepare(): compute the outputs that sum over the batch (dW, db) only at these
@@ -63,9 +63,9 @@ class Oracle : public Kernel {
   }
 
   std::array<Expected, kNumArgs> expected_;  // sized in prepare(), so that run() does not allocate
-  std::vector<double>& y_ = expected_[int(Arg::dst)].value;
-  std::vector<double>& magnitude_ = expected_[int(Arg::dst)].magnitude;
-  std::vector<double>& stored_ = expected_[int(Arg::dst)].stored;
+  Doubles& y_ = expected_[int(Arg::dst)].value;
+  Doubles& magnitude_ = expected_[int(Arg::dst)].magnitude;
+  Doubles& stored_ = expected_[int(Arg::dst)].stored;
   std::vector<int64_t> rows_;
 };
 

@@ -163,7 +163,7 @@ class RefLstm final : public Oracle {
  private:
   Lstm s_;
   Relu relu_ = Relu::none;
-  std::vector<double> x_, wx_, wh_, b_, h_, c_, seq_, gates_;
+  Doubles x_, wx_, wh_, b_, h_, c_, seq_, gates_;
   std::vector<Bound> dh_, dc_, dseq_, dgates_;  // the error bounds of h_, c_, seq_, gates_
 };
 

@@ -57,9 +57,9 @@ TEST(RefDense, HandComputedInEveryReluMode) {
     const bool relu_on_dst = relu == Relu::inplace || relu == Relu::fused;
     EXPECT_EQ(get(ts, Arg::dst), relu_on_dst ? r : y) << name(relu);
     // exact() is before ReLU; magnitude() sums |x·w| and |b|: |1| + |-3| + 0.25, 0.5 + 1 + 1.5 + 1, ...
-    EXPECT_EQ(k->exact(), y) << name(relu);
-    EXPECT_EQ(k->magnitude(), (std::vector<double>{4.25, 4.0, 3.25, 2.75})) << name(relu);
-    EXPECT_EQ(k->stored(), (std::vector<double>{1.75, 2.0, 2.75, 0.25})) << name(relu);  // |y|
+    EXPECT_EQ(k->exact(), Doubles(y.begin(), y.end())) << name(relu);
+    EXPECT_EQ(k->magnitude(), (Doubles{4.25, 4.0, 3.25, 2.75})) << name(relu);
+    EXPECT_EQ(k->stored(), (Doubles{1.75, 2.0, 2.75, 0.25})) << name(relu);  // |y|
     EXPECT_EQ(ts.has(Arg::relu_dst), relu == Relu::separate);
     if (relu == Relu::separate) {
       EXPECT_EQ(get(ts, Arg::relu_dst), r);
@@ -83,7 +83,7 @@ TEST(RefConv2d, DepthwiseHandComputed) {
   // channel 1: 1+0+0+12 = 13, 0+4+9+0 = 13, 0+6+12+0 = 18, 3+0+0+20 = 23, +0.5.
   EXPECT_EQ(get(ts, Arg::dst), (std::vector<double>{-3, -3, -3, -3, 13.5, 13.5, 18.5, 23.5}));
   // Magnitudes: channel 0 cancels (1+5+1, 2+6+1, 4+8+1, 5+9+1); channel 1 has no negative term.
-  EXPECT_EQ(k->magnitude(), (std::vector<double>{7, 9, 13, 15, 13.5, 13.5, 18.5, 23.5}));
+  EXPECT_EQ(k->magnitude(), (Doubles{7, 9, 13, 15, 13.5, 13.5, 18.5, 23.5}));
 }
 
 TEST(RefConv2d, StrideAndPaddingHandComputed) {
@@ -183,7 +183,7 @@ TEST(RefLstm, TwoLayersEqualTwoSingleLayerRuns) {
   TensorSet ts = make_tensors(two);
   fill_inputs(ts, two, 11);
   const std::unique_ptr<ref::Oracle> stacked = run("lstm.ref.naive", two, ts);
-  std::vector<double> second_magnitude, second_stored;  // of the single-layer run of layer 2
+  Doubles second_magnitude, second_stored;  // of the single-layer run of layer 2
 
   const int64_t G = 24, H = 6, I = 5, N = 3;
   auto layer = [&](const Problem& p, int l, const std::vector<double>& src) {

@@ -260,7 +260,7 @@ TEST(Verify, BigProblemsAreCheckedOnSpreadBatchSamples) {
 
 TEST(Verify, MostlyZeroReferenceIsMistrusted) {
   Tensor got(Storage::f32, {10});
-  Expected expect{std::vector<double>(10, 0.0), std::vector<double>(10, 1.0), std::vector<double>(10, 1.0)};
+  Expected expect{Doubles(10, 0.0), Doubles(10, 1.0), Doubles(10, 1.0)};
   expect.value[0] = 1.0;
   for (int i = 0; i < 10; ++i)
     got.store(i, expect.value[i]);
