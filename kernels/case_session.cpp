@@ -12,17 +12,27 @@ namespace lb {
 
 namespace {
 
-// The inputs the last session lent on (see the header), and whose they are.
+// The tensors the last session lent on (see the header), and whose they are.
 struct KeptInputs {
   std::string key;
   TensorSet inputs;
   InputDigests digests{};
   size_t bytes = 0;
+  TensorSet outputs;  // each lent with its own bytes: a ReLU mode may need fewer
 };
 
 KeptInputs& kept_inputs() {
   static KeptInputs k;
   return k;
+}
+
+// The outputs of p that are not also inputs (written in place), which are poisoned anew.
+std::vector<Arg> outputs_only(const Problem& p) {
+  const std::vector<Arg> inputs = input_args(p);
+  std::vector<Arg> out;
+  for (Arg a : output_args(p))
+    if (std::find(inputs.begin(), inputs.end(), a) == inputs.end()) out.push_back(a);
+  return out;
 }
 
 std::string inputs_key(const Problem& p, uint64_t seed) {
@@ -35,7 +45,15 @@ std::string inputs_key(const Problem& p, uint64_t seed) {
 }  // namespace
 
 void keep_inputs_only_for(const Problem& p, uint64_t seed) {
-  if (kept_inputs().key != inputs_key(p, seed)) kept_inputs() = KeptInputs{};
+  KeptInputs& k = kept_inputs();
+  if (k.key != inputs_key(p, seed)) {
+    k = KeptInputs{};
+    return;
+  }
+  const std::vector<Arg> wanted = outputs_only(p);
+  for (int i = 0; i < kNumArgs; ++i)
+    if (k.outputs.has(Arg(i)) && std::find(wanted.begin(), wanted.end(), Arg(i)) == wanted.end())
+      k.outputs.set(Arg(i), Tensor());  // relu_dst after relu=separate: not this case's
 }
 
 CaseSession::CaseSession(const KernelEntry& kernel, Problem problem, Context ctx)
@@ -47,11 +65,13 @@ CaseSession::~CaseSession() {
   // Lent on only as they were filled: a kernel that wrote into its inputs (during the
   // timed runs, after verification looked) would otherwise fail the next, innocent case.
   if (input_digests(ts_, problem_) != digests_) return;
-  KeptInputs k{lend_key_, {}, digests_, 0};
+  KeptInputs k{lend_key_, {}, digests_, 0, {}};
   for (Arg a : input_args(problem_)) {
     k.bytes += ts_.at(a).bytes();
     k.inputs.set(a, std::move(ts_.at(a)));
   }
+  for (Arg a : outputs_only(problem_))
+    k.outputs.set(a, std::move(ts_.at(a)));
   kept_inputs() = std::move(k);
 }
 
@@ -63,7 +83,13 @@ void CaseSession::allocate(uint64_t seed) {
   if (k.key == lend_key_) {
     ts_ = std::move(k.inputs);
     digests_ = k.digests;
-    reused_input_bytes_ = k.bytes;
+    reused_bytes_ = k.bytes;
+    // The same problem's outputs, of the same sizes: each lent one is poisoned below.
+    for (Arg a : outputs_only(problem_))
+      if (k.outputs.has(a) && k.outputs.at(a).elements() > 0) {
+        reused_bytes_ += k.outputs.at(a).bytes();
+        ts_.set(a, std::move(k.outputs.at(a)));
+      }
     k = KeptInputs{};
     add_output_tensors(problem_, ts_);
   } else {

@@ -16,8 +16,10 @@
 // untouched (digests as filled), and the next session of the same problem (ReLU mode
 // aside: it changes outputs only) and seed takes them instead of making and filling its
 // own: the same values, without a pass of page clearing, filling and digesting that cost
-// about a fifth of a sweep's set-up. Inputs taken so were resident before the case's
-// memory baseline; reused_input_bytes() says how many bytes, for the memory figures.
+// about a fifth of a sweep's set-up. Its outputs go with them, to be poisoned again: on a
+// VM that takes freed memory back, new pages cost 1.1-1.5 s of system time per GiB
+// (kernels/host_memory.h). Tensors taken so were resident before the case's memory
+// baseline; reused_bytes() says how many bytes, for the memory figures.
 //
 // Outputs are poisoned before prepare() because a GPU kernel uploads its outputs there,
 // poison included: an element the kernel never writes comes back as poison.
@@ -64,8 +66,8 @@ class CaseSession {
   void make_input_copies(int copies);
   void rotate_inputs();
   int input_copies() const { return int(copies_.size()); }
-  // The bytes of inputs lent by the previous session (0 if this one made its own).
-  size_t reused_input_bytes() const { return reused_input_bytes_; }
+  // The bytes of inputs and outputs lent by the previous session (0 if it made its own).
+  size_t reused_bytes() const { return reused_bytes_; }
 
   const Problem& problem() const { return problem_; }
   const KernelEntry& entry() const { return entry_; }
@@ -85,13 +87,14 @@ class CaseSession {
   size_t next_copy_ = 0;
   std::string lend_key_;          // the inputs' problem and seed, if they may be lent on; else ""
   std::optional<uint64_t> seed_;  // allocate()'s; none for adopted inputs
-  size_t reused_input_bytes_ = 0;
+  size_t reused_bytes_ = 0;
 
   void poison_outputs();
 };
 
-// Drops inputs kept from an earlier session unless they are those of `p` and `seed`:
-// called before a memory baseline is taken, so that no memory is freed inside a case.
+// Drops tensors kept from an earlier session unless they are those of `p` and `seed`, and
+// kept outputs `p` does not have: called before a memory baseline is taken, so that no
+// memory is freed inside a case.
 void keep_inputs_only_for(const Problem& p, uint64_t seed);
 
 // The full check of one kernel on one problem through a CaseSession. Never throws: a

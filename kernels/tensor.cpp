@@ -300,7 +300,7 @@ TensorSet make_tensors(const Problem& p) {
 
 void add_output_tensors(const Problem& p, TensorSet& ts) {
   for (const PassArg& a : pass_args(p))
-    if (!a.read) add_tensor(p, a.spec.arg, a.spec.dims(p), ts);
+    if (!a.read && !ts.has(a.spec.arg)) add_tensor(p, a.spec.arg, a.spec.dims(p), ts);
 }
 
 namespace {

@@ -122,7 +122,8 @@ std::vector<Arg> output_args(const Problem& p);
 
 // Allocates every argument of `p`, uninitialised.
 TensorSet make_tensors(const Problem& p);
-// Allocates p's outputs into `ts`, which holds its inputs already, uninitialised.
+// Allocates p's outputs into `ts`, which holds its inputs already, uninitialised; one
+// already there (lent on, kernels/case_session.h) stays.
 void add_output_tensors(const Problem& p, TensorSet& ts);
 
 // Seeded, never-zero random inputs: floats uniform in [-1, 1) times the amplitude the

@@ -288,13 +288,13 @@ void count_repetition(benchmark::State& state, Case& c, double seconds, const Re
 }
 
 // The case's resident high-water mark above its baseline: set-up, or the timed runs
-// less the cold method's input copies and what verification left resident; plus the inputs lent by the case
-// before, which were resident (filled) before the baseline was taken.
+// less the cold method's input copies and what verification left resident; plus the inputs
+// and outputs lent by the case before, which were resident before the baseline was taken.
 double host_peak(const Active& a) {
   const size_t timed = rss_peak_bytes(), setup = a.setup_peak_rss, base = a.baseline_rss;
   const size_t timed_base = base + a.cold_copy_bytes + a.verify_bytes;
   const size_t above = std::max(setup > base ? setup - base : 0, timed > timed_base ? timed - timed_base : 0);
-  return double(above + a.session->reused_input_bytes());
+  return double(above + a.session->reused_bytes());
 }
 
 // The bandwidth ceiling of a case, in bytes per second (none: no bandwidth bounds it):
