@@ -3,7 +3,9 @@
 //
 // 64-byte aligned, so a row starts on a cache line and AVX-512 loads of it are aligned;
 // zeroed when allocated, which also maps its pages in prepare() rather than in the timed
-// run(). Tensors keep their own storage (kernels/tensor.h).
+// run(). Inside a case's set-up (a CaseMemoryScope), one of 128 KiB or more is a block the
+// process keeps (kernels/host_memory.h), zeroed here. Tensors keep their own storage
+// (kernels/tensor.h).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include <utility>
 
 #include "kernels/common.h"
+#include "kernels/host_memory.h"
 
 namespace lb {
 
@@ -30,9 +33,13 @@ class AlignedBuffer {
   AlignedBuffer() = default;
   // n zeroed values of T.
   explicit AlignedBuffer(size_t n) : bytes_(checked_bytes(n)), n_(n) {
-    // aligned_alloc wants a multiple of the alignment: the size is rounded up to one.
-    data_.reset(static_cast<T*>(std::aligned_alloc(kAlignment, bytes_)));
-    if (!data_) throw std::bad_alloc();
+    if (void* block = take_resident(bytes_)) {
+      data_.reset(static_cast<T*>(block));
+    } else {
+      // aligned_alloc wants a multiple of the alignment: the size is rounded up to one.
+      data_.reset(static_cast<T*>(std::aligned_alloc(kAlignment, bytes_)));
+      if (!data_) throw std::bad_alloc();
+    }
     std::memset(static_cast<void*>(data_.get()), 0, bytes_);
   }
   AlignedBuffer(AlignedBuffer&& o) noexcept
@@ -60,7 +67,9 @@ class AlignedBuffer {
     return size_t(round_up(int64_t(std::max<size_t>(n * sizeof(T), 1)), kAlignment));
   }
   struct Free {
-    void operator()(T* p) const { std::free(p); }
+    void operator()(T* p) const {
+      if (!give_back_resident(p)) std::free(p);
+    }
   };
   std::unique_ptr<T[], Free> data_;
   size_t bytes_ = 0;

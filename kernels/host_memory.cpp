@@ -22,16 +22,32 @@ namespace {
 // 4 KiB at a time was a quarter of a sweep's CPU time on a 2-core VM (perf, the kernel's
 // fault and accounting paths), the page clearing itself a sixth of that.
 constexpr size_t kHugePage = size_t(2) << 20;
-constexpr size_t kResidentMin = size_t(1) << 20;  // smaller arrays come from malloc's heap
+constexpr int64_t kPage = 4096;
+// Smaller arrays come from malloc's heap: below glibc's mmap threshold as the harness sets
+// it (bench/harness/probes.h), where freed memory stays in the process.
+constexpr size_t kResidentMin = size_t(128) << 10;
 
-thread_local bool t_in_scope = false;
+thread_local Residence t_residence = Residence::none;
 
-// The blocks handed out (by address) and those kept for the next (by size).
+struct Block {
+  std::byte* data;
+  uint64_t mapped_in;  // the case count (Pool::count) it was mapped in
+};
+struct Held {
+  size_t bytes;
+  uint64_t mapped_in;
+  size_t counted;  // lent to the current case from before its baseline: bytes in Pool::lent
+};
+
+// The blocks handed out (by address) and those kept for the next (by size); the current
+// case's count.
 struct Pool {
   std::mutex mutex;
-  std::unordered_map<std::byte*, size_t> held;
-  std::multimap<size_t, std::byte*> kept;
+  std::unordered_map<std::byte*, Held> held;
+  std::multimap<size_t, Block> kept;
   size_t kept_bytes = 0;
+  uint64_t count = 0;  // begin_case_memory() calls so far
+  size_t lent = 0, lent_peak = 0;
 };
 
 Pool& pool() {
@@ -48,16 +64,31 @@ size_t kept_cap() {
   return cap;
 }
 
+// The bytes map_populated(bytes) maps.
+size_t mapped_length(size_t bytes) {
+  return size_t(round_up(int64_t(bytes), bytes < kHugePage ? kPage : int64_t(kHugePage)));
+}
+
+// Unmaps the largest kept blocks until the rest fit the cap.
+void trim_kept(Pool& p) {
+  while (p.kept_bytes > kept_cap()) {
+    const auto largest = std::prev(p.kept.end());
+    munmap(largest->second.data, largest->first);
+    p.kept_bytes -= largest->first;
+    p.kept.erase(largest);
+  }
+}
+
 }  // namespace
 
 Mapping map_populated(size_t bytes) {
+  const size_t len = mapped_length(bytes);
   if (bytes < kHugePage) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    return {static_cast<std::byte*>(p), bytes};
+    return {static_cast<std::byte*>(p), len};
   }
   // Over-map by a huge page, then unmap the unaligned head and the tail.
-  const size_t len = size_t(round_up(int64_t(bytes), int64_t(kHugePage)));
   void* raw = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) throw std::bad_alloc();
   auto* base = static_cast<std::byte*>(raw);
@@ -74,33 +105,42 @@ Mapping map_populated(size_t bytes) {
   return {aligned, len};
 }
 
-ResidentScope::ResidentScope() : outer_(t_in_scope) {
-  t_in_scope = true;
+ResidentScope::ResidentScope(Residence r) : outer_(t_residence) {
+  t_residence = r;
 }
 
 ResidentScope::~ResidentScope() {
-  t_in_scope = outer_;
+  t_residence = outer_;
 }
 
 void* take_resident(size_t bytes) {
-  if (!t_in_scope || bytes < kResidentMin) return nullptr;
-  const size_t len = size_t(round_up(int64_t(bytes), int64_t(kHugePage)));
+  if (t_residence == Residence::none || bytes < kResidentMin) return nullptr;
+  const size_t len = mapped_length(bytes);
+  const bool for_case = t_residence == Residence::case_memory;
   Pool& p = pool();
   {
     const std::lock_guard<std::mutex> lock(p.mutex);
     // The smallest kept block that fits, unless it is more than twice the size: a large
     // block kept for the next large array is worth more than the mapping it saves here.
     if (auto it = p.kept.lower_bound(len); it != p.kept.end() && it->first <= 2 * len) {
-      std::byte* block = it->second;
-      p.held.emplace(block, it->first);
+      const Block block = it->second;
+      const bool counted = for_case && block.mapped_in < p.count;
+      // Counted as the pages the bytes asked for take, as a program allocating them would
+      // touch them, though the block may be up to twice that.
+      const size_t pages = counted ? size_t(round_up(int64_t(bytes), kPage)) : 0;
+      p.held.emplace(block.data, Held{it->first, block.mapped_in, pages});
       p.kept_bytes -= it->first;
       p.kept.erase(it);
-      return block;
+      if (counted) {
+        p.lent += pages;
+        p.lent_peak = std::max(p.lent_peak, p.lent);
+      }
+      return block.data;
     }
   }
-  const Mapping m = map_populated(len);
+  const Mapping m = map_populated(bytes);
   const std::lock_guard<std::mutex> lock(p.mutex);
-  p.held.emplace(m.data, m.bytes);
+  p.held.emplace(m.data, Held{m.bytes, p.count, 0});
   return m.data;
 }
 
@@ -109,15 +149,12 @@ bool give_back_resident(void* ptr) {
   const std::lock_guard<std::mutex> lock(p.mutex);
   const auto it = p.held.find(static_cast<std::byte*>(ptr));
   if (it == p.held.end()) return false;
-  p.kept.emplace(it->second, it->first);
-  p.kept_bytes += it->second;
+  const Held h = it->second;
+  p.lent -= h.counted;
+  p.kept.emplace(h.bytes, Block{it->first, h.mapped_in});
+  p.kept_bytes += h.bytes;
   p.held.erase(it);
-  while (p.kept_bytes > kept_cap()) {
-    const auto largest = std::prev(p.kept.end());
-    munmap(largest->second, largest->first);
-    p.kept_bytes -= largest->first;
-    p.kept.erase(largest);
-  }
+  if (t_residence != Residence::case_memory) trim_kept(p);  // see the header
   return true;
 }
 
@@ -125,7 +162,7 @@ void drop_resident() {
   Pool& p = pool();
   const std::lock_guard<std::mutex> lock(p.mutex);
   for (const auto& [bytes, block] : p.kept)
-    munmap(block, bytes);
+    munmap(block.data, bytes);
   p.kept.clear();
   p.kept_bytes = 0;
 }
@@ -134,6 +171,23 @@ size_t kept_resident_bytes() {
   Pool& p = pool();
   const std::lock_guard<std::mutex> lock(p.mutex);
   return p.kept_bytes;
+}
+
+void begin_case_memory() {
+  Pool& p = pool();
+  const std::lock_guard<std::mutex> lock(p.mutex);
+  trim_kept(p);
+  ++p.count;
+  p.lent = p.lent_peak = 0;
+  // Blocks still held (lent on with a case's inputs) are counted by the case that gets them.
+  for (auto& [data, h] : p.held)
+    h.counted = 0;
+}
+
+size_t case_resident_peak() {
+  Pool& p = pool();
+  const std::lock_guard<std::mutex> lock(p.mutex);
+  return p.lent_peak;
 }
 
 }  // namespace lb

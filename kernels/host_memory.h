@@ -1,21 +1,30 @@
 // Host memory for large buffers: mappings populated at once, and the resident blocks that
-// verification works in.
+// verification and each case's own buffers are made in.
 //
 // A case's host peak is the growth of the process's resident set over a baseline taken
-// just before it (bench/harness/runner.cpp), so a case's own buffers must be new pages.
-// Verification's are not the case's: the reference's copies of the inputs, its outputs and
-// their bounds in double. On a VM that hands freed memory back to its hypervisor (the
-// 2-core Zen 5 VM: every freed 2 MiB block is reported at once), a page touched again
-// faults through the hypervisor: new memory cost 1.1-1.5 s of system time per GiB there,
-// and verification's buffers took a third of a sweep's system time (AlexNet's and
-// MobileNet's batch-32 layers, 1,934 cases: 16.8 of 48 s; kept, 3.2 s). So what verification
-// allocates while a ResidentScope is open comes from blocks the process keeps: taken
-// once, handed out again, and resident before any later case's baseline, which they
-// therefore never enter. Their growth shows in the case that first needed them as memory
-// verification left resident (runner.cpp's verify_bytes), not as the kernel's.
+// just before it (bench/harness/runner.cpp), plus what it uses that was resident before.
+// On a VM that hands freed memory back to its hypervisor (the 2-core Zen 5 VM: every freed
+// 2 MiB block is reported at once), a page touched again faults through the hypervisor:
+// new memory cost 1.1-1.5 s of system time per GiB there. So large buffers come from
+// blocks the process keeps, taken once and handed out again:
+// - verification's (a ResidentScope: the reference's copies of the inputs, its outputs and
+//   their bounds in double), which are not the case's memory: resident before any later
+//   case's baseline, they never enter it; their growth shows in the case that first needed
+//   them as memory verification left resident (runner.cpp's verify_bytes). They took a
+//   third of a sweep's system time (AlexNet's and MobileNet's batch-32 layers, 1,934
+//   cases: 16.8 of 48 s; kept, 3.2 s).
+// - the case's own (a CaseMemoryScope: its tensors, a kernel's AlignedBuffers, oneDNN's
+//   reorders), which are: a dense.onednn case of AlexNet's fc6 populated its 144 MiB of
+//   packed weights anew. The resident set does not see a block that was resident before
+//   the baseline, so the pool counts it instead (case_resident_peak()), as the 4 KiB pages
+//   of the bytes asked for (the block may be up to twice that); a block the pool maps
+//   during the case is new memory, counted by the resident set (2 MiB-rounded from 2 MiB)
+//   and not here.
 //
 // Kept (unused) blocks are capped at min(physical memory / 8, 4 GiB); the largest go back
-// first. drop_resident() gives back every kept block, for a case that needs the memory.
+// first, never inside a CaseMemoryScope (a block given back to the host would lower the
+// resident set under the case's baseline and hide its growth): begin_case_memory() trims.
+// drop_resident() gives back every kept block, for a case that needs the memory.
 #pragma once
 
 #include <cstddef>
@@ -33,20 +42,27 @@ struct Mapping {
 };
 Mapping map_populated(size_t bytes);
 
-// While one is open on a thread, take_resident() on that thread hands out resident blocks.
+enum class Residence { none, verification, case_memory };
+
+// While one is open on a thread, take_resident() on that thread hands out resident blocks:
+// verification's (uncounted), or the case's (CaseMemoryScope: counted).
 class ResidentScope {
  public:
-  ResidentScope();
+  explicit ResidentScope(Residence r = Residence::verification);
   ~ResidentScope();
   ResidentScope(const ResidentScope&) = delete;
   ResidentScope& operator=(const ResidentScope&) = delete;
 
  private:
-  bool outer_;
+  Residence outer_;
+};
+struct CaseMemoryScope : ResidentScope {
+  CaseMemoryScope() : ResidentScope(Residence::case_memory) {}
 };
 
-// A resident block of at least `bytes`, 2 MiB-aligned; nullptr outside a ResidentScope or
-// below 1 MiB (malloc's heap serves those). Throws std::bad_alloc.
+// A resident block of at least `bytes`, as map_populated() maps it; nullptr outside a ResidentScope or
+// below 128 KiB (malloc's heap serves those: glibc's mmap threshold, probes.h). Its contents are what the
+// last user left. Throws std::bad_alloc.
 void* take_resident(size_t bytes);
 // Keeps p for the next take_resident() if it came from one (true), from any thread.
 bool give_back_resident(void* p);
@@ -54,6 +70,12 @@ bool give_back_resident(void* p);
 void drop_resident();
 // Bytes of kept (unused) blocks.
 size_t kept_resident_bytes();
+
+// Before a case's baseline: trims the kept blocks to their cap and starts the case's count.
+void begin_case_memory();
+// The most bytes of blocks that were resident before begin_case_memory() lent at once to
+// the case's CaseMemoryScopes since.
+size_t case_resident_peak();
 
 // std::allocator, except under a ResidentScope, where large arrays are resident blocks.
 template <class T>

@@ -162,11 +162,11 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
   for (int64_t d : dims_)
     elements_ *= d;
   const size_t padded = size_t(round_up(int64_t(bytes()), 64));
+  if (void* block = take_resident(padded)) {  // under a ResidentScope (host_memory.h)
+    data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(block), Free{padded});
+    return;
+  }
   if (padded >= kMappedBytes) {
-    if (void* block = take_resident(padded)) {  // verification's (host_memory.h)
-      data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(block), Free{padded});
-      return;
-    }
     const Mapping m = map_populated(padded);
     data_ = std::unique_ptr<std::byte[], Free>(m.data, Free{m.bytes});
     return;

@@ -61,6 +61,7 @@ struct Active {
   size_t baseline_rss = 0, setup_peak_rss = 0;
   size_t cold_copy_bytes = 0;  // the inputs' copies of a cold case: the method's, not the kernel's
   size_t verify_bytes = 0;     // what verification left resident (the reference's cache): not the case's
+  size_t resident_lent = 0;    // the case's buffers in blocks resident before its baseline (host_memory.h)
 };
 
 Active& active() {
@@ -148,16 +149,21 @@ void set_up(Case& c, const RunOptions& o) {
   try {
     keep_inputs_only_for(c.problem, o.seed);  // what goes, goes before the baseline
     release_free_memory();
+    begin_case_memory();
     reset_rss_peak();
     a.baseline_rss = rss_bytes();
     a.session = std::make_unique<CaseSession>(*c.kernel, c.problem, Context{c.threads});
-    a.session->allocate(o.seed);
-    a.probe = a.device->probe();
-    a.probe->before_prepare();
-    a.session->prepare();
-    a.session->run();
-    a.session->finish();
+    {
+      const CaseMemoryScope case_memory;
+      a.session->allocate(o.seed);
+      a.probe = a.device->probe();
+      a.probe->before_prepare();
+      a.session->prepare();
+      a.session->run();
+      a.session->finish();
+    }
     a.setup_peak_rss = rss_peak_bytes();
+    a.resident_lent = case_resident_peak();
     a.probe->after_setup();
     c.notes.details = a.session->kernel().details();
     if (!p.verified) {  // the same seed's inputs every time: once is the whole answer
@@ -288,13 +294,14 @@ void count_repetition(benchmark::State& state, Case& c, double seconds, const Re
 }
 
 // The case's resident high-water mark above its baseline: set-up, or the timed runs
-// less the cold method's input copies and what verification left resident; plus the inputs
-// and outputs lent by the case before, which were resident before the baseline was taken.
+// less the cold method's input copies and what verification left resident; plus what was
+// resident before the baseline was taken: the inputs and outputs lent by the case before,
+// and the kept blocks its buffers were made in (held from set-up to the end).
 double host_peak(const Active& a) {
   const size_t timed = rss_peak_bytes(), setup = a.setup_peak_rss, base = a.baseline_rss;
   const size_t timed_base = base + a.cold_copy_bytes + a.verify_bytes;
   const size_t above = std::max(setup > base ? setup - base : 0, timed > timed_base ? timed - timed_base : 0);
-  return double(above + a.session->reused_bytes());
+  return double(above + a.session->reused_bytes() + a.resident_lent);
 }
 
 // The bandwidth ceiling of a case, in bytes per second (none: no bandwidth bounds it):

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/buffer.h"
 #include "kernels/case_session.h"
 #include "kernels/tensor.h"
 #include "kernels/verify.h"
@@ -40,6 +41,42 @@ TEST(HostMemory, ResidentBlocksOnlyUnderAScopeAndHandedOutAgain) {
   EXPECT_EQ(kept_resident_bytes(), size_t(12) << 20);
   drop_resident();
   EXPECT_EQ(kept_resident_bytes(), 0u);
+}
+
+TEST(HostMemory, ACaseCountsTheKeptBlocksItsBuffersAreMadeInAndNotItsNewOnes) {
+  drop_resident();
+  constexpr size_t MiB = size_t(1) << 20;
+  begin_case_memory();
+  {
+    const CaseMemoryScope scope;
+    AlignedBuffer<float> fresh(3 * MiB / 4);  // 3 MiB: a new block, the resident set's to count
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(fresh.data()) % (2 * MiB), 0u);
+    EXPECT_EQ(case_resident_peak(), 0u);
+  }
+  EXPECT_EQ(kept_resident_bytes(), 4 * MiB) << "given back, kept";
+  begin_case_memory();  // the next case: the kept block is resident before its baseline
+  {
+    const CaseMemoryScope scope;
+    {
+      AlignedBuffer<float> reused(MiB / 2);  // 2 MiB, zeroed though the block was written
+      EXPECT_EQ(kept_resident_bytes(), 0u);
+      EXPECT_EQ(case_resident_peak(), 2 * MiB) << "counted as the bytes asked for";
+      for (size_t i = 0; i < reused.size(); ++i)
+        ASSERT_EQ(reused[i], 0.0f);
+    }
+    EXPECT_EQ(kept_resident_bytes(), 4 * MiB) << "kept inside the scope, not trimmed";
+    Tensor again(Storage::f32, {MiB * 3 / 4});  // 3 MiB in the same block: one block at a time
+    Tensor fresh(Storage::f32, {MiB});          // 4 MiB: new
+    EXPECT_EQ(case_resident_peak(), 3 * MiB);
+  }
+  {
+    const ResidentScope verification;
+    Tensor t(Storage::f32, {MiB * 3 / 4});
+    EXPECT_EQ(case_resident_peak(), 3 * MiB) << "verification's blocks are not the case's";
+  }
+  begin_case_memory();
+  EXPECT_EQ(case_resident_peak(), 0u);
+  drop_resident();
 }
 
 TEST(HostMemory, ASessionLendsItsInputsAndOutputsToTheNextOfTheSameProblem) {
