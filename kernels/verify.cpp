@@ -282,7 +282,7 @@ const Expected& reference_outputs(const Problem& p, const TensorSet& got, const 
   return it->pre_relu;
 }
 
-// The reference's backward pass `pb` (bwd_d or bwd_w) on `inputs`, computing the outputs
+// The reference's backward pass `pb` (bwd_d or bwd_w; the LSTM's bwd) on `inputs`, computing the outputs
 // that sum over the batch only at `rows` (all if empty): what it expects of each output.
 std::array<Expected, kNumArgs> reference_backward(const Problem& pb, TensorSet inputs,
                                                   std::vector<int64_t> rows) {
@@ -420,7 +420,17 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
             first);
       }
     };
-    if (data) {  // diff_src on a sample of the batch
+    const std::vector<Pass>& passes = traits(p.op()).passes;
+    const bool data_and_weights_apart = std::find(passes.begin(), passes.end(), Pass::bwd_d) != passes.end();
+    if (!data_and_weights_apart) {
+      // The LSTM: every gradient comes out of one pass back through time, which the
+      // reference runs on the whole batch.
+      const Problem pb = with_pass(p, Pass::bwd);
+      TensorSet ts;
+      for (Arg a : input_args(pb))
+        ts.set(a, input(a).clone());
+      compare_part(pb, reference_backward(pb, std::move(ts), {}), {}, {});
+    } else if (data) {  // diff_src on a sample of the batch
       const Problem pd = with_pass(p, Pass::bwd_d);
       const std::vector<int64_t> samples = verification_samples(pd, max_reference_macs);
       const bool all = int64_t(samples.size()) == p.batch();
@@ -434,7 +444,8 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
         notes.push_back("diff_src on " + std::to_string(samples.size()) + " of " + std::to_string(p.batch()) +
                         " batch samples");
     }
-    if (weights) {  // diff_wei and diff_bias over the whole batch, on some output channels
+    if (weights &&
+        data_and_weights_apart) {  // diff_wei and diff_bias over the whole batch, on some output channels
       const Problem pw = with_pass(p, Pass::bwd_w);
       const int64_t channels = got.at(Arg::diff_wei).dims()[0];
       const std::vector<int64_t> rows = verification_rows(pw, channels, max_reference_macs);

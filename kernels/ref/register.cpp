@@ -24,7 +24,7 @@ void register_ref(Registry& r) {
   r.add({.id = "lstm.ref.naive",
          .idea = "per step and sample: gate dot products, then the cell",
          .accumulation = "f64",
-         .passes = {Pass::fwd, Pass::fwd_train}},
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
 }
 

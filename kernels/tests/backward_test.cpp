@@ -149,6 +149,45 @@ TEST(RefBackward, GradientsAreTheForwardsCentralDifferences) {
   }
 }
 
+TEST(RefBackward, TheLstmsGradientsAreItsForwardsCentralDifferences) {
+  // The LSTM is smooth, not linear: a small step, whose central difference is within
+  // about step² of the derivative; the values stay on f32's grid near ±1, so the step taken
+  // is read back from the tensor.
+  constexpr double kStep = 0x1p-10;
+  for (const char* line : {"lstm mb=2 t=3 ic=3 hc=4", "lstm mb=2 t=3 ic=3 hc=2 l=2"}) {
+    const Problem p = problem(line, Pass::bwd);
+    TensorSet bwd = make_tensors(p);
+    fill_inputs(bwd, p, 7);
+    const Problem f = with_pass(p, Pass::fwd);
+    TensorSet fwd = make_tensors(f);
+    fill_inputs(fwd, f, 7);
+    const std::unique_ptr<ref::Oracle> o = run_ref(p, bwd);
+    std::vector<double> dy(bwd.at(Arg::diff_dst).elements());
+    for (size_t i = 0; i < dy.size(); ++i)
+      dy[i] = bwd.at(Arg::diff_dst).load(int64_t(i));
+    for (Arg a : {Arg::src, Arg::wei, Arg::wei_iter, Arg::bias, Arg::src_iter, Arg::src_iter_c}) {
+      const Expected& g = o->expected(diff_of(a));
+      Tensor& t = fwd.at(a);
+      ASSERT_EQ(int64_t(g.value.size()), t.elements()) << line << " " << name(a);
+      for (int64_t i = 0; i < t.elements(); ++i) {
+        const double v = t.load(i);
+        t.store(i, v + kStep);
+        const double up = t.load(i), l_up = loss(p, fwd, dy);
+        t.store(i, v - kStep);
+        const double down = t.load(i), l_down = loss(p, fwd, dy);
+        t.store(i, v);
+        const double difference = (l_up - l_down) / (up - down);
+        EXPECT_NEAR(g.value[i], difference, 1e-5 * (1 + std::fabs(difference)))
+            << line << " " << name(a) << "[" << i << "]";
+        EXPECT_GE(g.magnitude[i], std::fabs(g.value[i])) << line << " " << name(a) << "[" << i << "]";
+      }
+    }
+    for (Arg a : output_args(p))
+      for (int64_t i = 0; i < bwd.at(a).elements(); ++i)
+        EXPECT_EQ(bwd.at(a).load(i), double(float(o->expected(a).value[i]))) << line << " " << name(a);
+  }
+}
+
 TEST(RefBackward, TheReluMaskIsTheOutputsSignInEveryMode) {
   // Every mode computes the gradients of relu=none with dz = dy where the ReLU's output is
   // > 0, else 0; separate writes dz to diff_dst, inplace over it.
@@ -183,7 +222,15 @@ TEST(RefBackward, TheReluMaskIsTheOutputsSignInEveryMode) {
 }
 
 // A backward kernel with one planted bug: the reference, then the bug.
-enum class Bug { none, mask_missing, wei_transposed, bias_dropped, accumulates, not_in_place };
+enum class Bug {
+  none,
+  mask_missing,
+  wei_transposed,
+  bias_dropped,
+  accumulates,
+  not_in_place,
+  cell_grad_dropped
+};
 
 class Planted final : public Kernel {
  public:
@@ -209,6 +256,9 @@ class Planted final : public Kernel {
     if (bug_ == Bug::bias_dropped)
       for (int64_t i = 0; i < ts.at(Arg::diff_bias).elements(); ++i)
         ts.at(Arg::diff_bias).store(i, 0.0);
+    if (bug_ == Bug::cell_grad_dropped)  // the LSTM's dc_{-1}: the gradient of the initial cell state
+      for (int64_t i = 0; i < ts.at(Arg::diff_src_iter_c).elements(); ++i)
+        ts.at(Arg::diff_src_iter_c).store(i, 0.0);
     if (bug_ == Bug::accumulates)
       for (size_t i = 0; i < before.size(); ++i)
         ts.at(Arg::diff_wei).store(int64_t(i), ts.at(Arg::diff_wei).load(int64_t(i)) + before[i]);
@@ -277,6 +327,27 @@ TEST(RefBackward, PlantedWrongBackwardKernelsFail) {
   fails(accumulates, problem(conv, Pass::bwd_w), "diff_wei");
   fails(not_in_place, problem(dense, Pass::bwd_d, Relu::inplace), "diff_dst");
   fails(not_in_place, problem(dense, Pass::train, Relu::inplace), "diff_dst");
+
+  // The LSTM's one pass back through time, its six gradients on the whole batch.
+  const std::vector<Pass> lstm_passes = traits(Op::lstm).passes;
+  for (auto [id, bug] : {std::pair{"lstm.planted.none", Bug::none},
+                         {"lstm.planted.mask_missing", Bug::mask_missing},
+                         {"lstm.planted.bias_dropped", Bug::bias_dropped},
+                         {"lstm.planted.accumulates", Bug::accumulates},
+                         {"lstm.planted.cell_grad_dropped", Bug::cell_grad_dropped}})
+    r.add({.id = id, .idea = "planted", .accumulation = "f64", .passes = lstm_passes},
+          [bug] { return std::make_unique<Planted>(bug); });
+  const std::string lstm = "lstm mb=3 t=4 ic=5 hc=6 l=2";
+  for (Pass pass : {Pass::bwd, Pass::train})
+    for (Relu relu : kAllRelus) {
+      const Problem p = problem(lstm, pass, relu);
+      const Verdict v = check_kernel(*r.find("lstm.planted.none"), p, 5);
+      EXPECT_EQ(v.status, Status::passed) << print(p) << ": " << v.reason;
+    }
+  fails(r.find("lstm.planted.mask_missing"), problem(lstm, Pass::bwd, Relu::fused), "diff_");
+  fails(r.find("lstm.planted.bias_dropped"), problem(lstm, Pass::bwd), "diff_bias");
+  fails(r.find("lstm.planted.accumulates"), problem(lstm, Pass::train, Relu::inplace), "diff_wei");
+  fails(r.find("lstm.planted.cell_grad_dropped"), problem(lstm, Pass::bwd), "diff_src_iter_c");
 }
 
 }  // namespace
