@@ -399,6 +399,7 @@ Reporter::Reporter(RunLog* log, const std::vector<Case>& cases, std::vector<Json
 }
 
 bool Reporter::ReportContext(const Context& context) {
+  if (!context_.is_null()) return true;  // a later group of the same run (run.cpp, run_cases)
   start_ = wall_seconds();
   if (display_) {
     display_->SetOutputStream(&GetOutputStream());

@@ -506,7 +506,7 @@ void warm_up(const std::vector<Case>& cases) {
   }
 }
 
-void register_cases(std::vector<Case>& cases, const RunOptions& options) {
+void register_cases(std::span<Case> cases, const RunOptions& options) {
   for (Case& c : cases) {
     auto* b = benchmark::RegisterBenchmark(c.name.c_str(),
                                            [&c, options](benchmark::State& s) { run_case(s, c, options); });

@@ -37,6 +37,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <span>
 #include <string>
 
 #include "bench/harness/peaks.h"
@@ -77,7 +78,7 @@ inline constexpr const char* kBrokenReason = "not run: device context broken";
 
 // Registers every case with Google Benchmark (manual time, microseconds). The cases
 // must outlive the run: each carries its notes.
-void register_cases(std::vector<Case>& cases, const RunOptions& options);
+void register_cases(std::span<Case> cases, const RunOptions& options);
 // The case's full name in Google Benchmark, as register_cases() registers it (the case's
 // name and the time types it sets): what --benchmark_filter is matched against.
 std::string benchmark_name(const Case& c);
