@@ -129,6 +129,10 @@ void CaseSession::run() {
   kernel_->run(ts_);
 }
 
+void CaseSession::rearm() {
+  kernel_->rearm(ts_);
+}
+
 void CaseSession::finish() {
   kernel_->finish(ts_);
 }

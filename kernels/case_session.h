@@ -7,6 +7,7 @@
 //   s.allocate(seed);   // every argument; inputs filled (seeded) and digested; outputs poisoned
 //   s.prepare();        // the kernel's untimed set-up (a GPU kernel uploads, poison included)
 //   s.run();            // the timed work: kernel.run()
+//   s.rearm(); s.run(); // untimed, then timed again (Kernel::rearm)
 //   s.finish();         // untimed: wait, copy outputs back to the host tensors
 //   s.verify(macs);     // inputs untouched, every output written, within tolerance of ref
 //   s.release();        // also done by the destructor
@@ -55,6 +56,7 @@ class CaseSession {
   // reference's only_rows()).
   void prepare(const std::function<void(Kernel&)>& configure);
   void run();     // the timed work
+  void rearm();   // untimed, before each run() after the first (Kernel::rearm)
   void finish();  // untimed: outputs visible in tensors()
   // The verdict on the outputs of the last run (verify_outputs in kernels/verify.h).
   Verdict verify(int64_t max_reference_macs = kDefaultReferenceMacs) const;

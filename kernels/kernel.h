@@ -1,11 +1,11 @@
 // The one interface every backend implements, CPU or GPU (../shared/DESIGN.md).
 //
-// Life of a kernel in a case:  supports() -> prepare() -> run() ... run() -> finish()
-// -> release(). The harness poisons the outputs before prepare(). Everything that is not the layer's
-// arithmetic — handles, descriptors, algorithm choice, workspace, weight packing, device copies — belongs in
-// prepare(), so that run() is exactly what gets timed. The harness, not the kernel, decides how to time and
-// when to synchronise; finish() is where a GPU kernel waits and copies its outputs back into the host tensors
-// (untimed), so verification reads them.
+// Life of a kernel in a case:  supports() -> prepare() -> run(), then rearm() -> run() ...
+// -> finish() -> release(). The harness poisons the outputs before prepare(). Everything that is not the
+// layer's arithmetic — handles, descriptors, algorithm choice, workspace, weight packing, device copies —
+// belongs in prepare(), so that run() is exactly what gets timed. The harness, not the kernel, decides how to
+// time and when to synchronise; finish() is where a GPU kernel waits and copies its outputs back into the
+// host tensors (untimed), so verification reads them.
 #pragma once
 
 #include <initializer_list>
@@ -38,6 +38,11 @@ class Kernel {
   virtual void run(TensorSet& ts) = 0;
   // Untimed: wait for completion and make outputs visible in `ts` (GPU backends).
   virtual void finish(TensorSet& ts) { (void)ts; }
+  // Untimed, before every timed run() but the first after prepare(): puts back what run()
+  // used up, for a kernel whose run() does not simply repeat — oneDNN's LSTM backward adds
+  // its weight gradients into dW and db, so rearm() zeroes them (a training step's zero_grad,
+  // outside the time). Nothing by default. prepare() leaves the kernel armed.
+  virtual void rearm(TensorSet& ts) { (void)ts; }
   // Frees what prepare() acquired; the kernel may be prepared again afterwards.
   virtual void release() {}
 

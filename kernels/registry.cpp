@@ -39,6 +39,10 @@ class SplitByPass final : public Kernel {
     if (forward_on_) forward_->finish(ts);
     if (backward_on_) backward_->finish(ts);
   }
+  void rearm(TensorSet& ts) override {
+    if (forward_on_) forward_->rearm(ts);
+    if (backward_on_) backward_->rearm(ts);
+  }
   void release() override {
     if (forward_on_) forward_->release();
     if (backward_on_) backward_->release();

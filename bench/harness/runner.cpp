@@ -241,7 +241,9 @@ Timed timed_loop(benchmark::State& state, Active& a) {
       state.SkipWithError(kInterrupted);
       break;
     }
-    if (c.cold) {  // outside the timed region
+    // Outside the timed region: what the last run used up, and for a cold case the caches.
+    a.session->rearm();
+    if (c.cold) {
       a.device->flush_caches();
       a.session->rotate_inputs();
     }

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/common.h"
@@ -109,7 +110,7 @@ dnnl::memory Plan::bind(Arg a, const dnnl::memory::desc& md, size_t byte_offset)
   return m;
 }
 
-dnnl::memory Plan::owned(const dnnl::memory::desc& md) {
+dnnl::memory Plan::owned(const dnnl::memory::desc& md, bool saved) {
   // In a tensor's buffer rather than oneDNN's malloc: populated at once and, from 2 MiB,
   // on huge pages (kernels/host_memory.h). oneDNN's 4 KiB pages were first touched in the
   // first run, a fault each: in a sweep of AlexNet's and MobileNet's batch-32 layers on the
@@ -120,6 +121,7 @@ dnnl::memory Plan::owned(const dnnl::memory::desc& md) {
   dnnl::memory m = LB_DNNL(dnnl::memory(md, engine(), buffers_.back().data()));
   owned_.push_back(m);
   owned_bytes_ += md.get_size();
+  if (saved) saved_bytes_ += md.get_size();
   return m;
 }
 
@@ -147,8 +149,8 @@ dnnl::memory Plan::bias(const TensorSet& ts, const dnnl::memory::desc& md, float
 }
 
 void Plan::add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& prim,
-               std::vector<std::pair<int, dnnl::memory>> args, const std::string& what) {
-  Step s{true, prim, LB_DNNL(pd.scratchpad_desc()), {}, {}};
+               std::vector<std::pair<int, dnnl::memory>> args, const std::string& what, Stage stage) {
+  Step s{stage, prim, LB_DNNL(pd.scratchpad_desc()), {}, {}};
   for (auto& [id, m] : args) {
     s.args.push_back({id, m.get()});
     s.keep.push_back(std::move(m));
@@ -167,7 +169,7 @@ void Plan::add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const s
 
 void Plan::add_finish_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what) {
   add_reorder(src, dst, "untimed " + what);
-  steps_.back().timed = false;
+  steps_.back().stage = Stage::finish;
 }
 
 void Plan::add_relu_pass(Relu relu, const dnnl::memory& dst) {
@@ -217,9 +219,14 @@ dnnl::memory Plan::input_of(const dnnl::memory& given, const dnnl::memory::desc&
   return m;
 }
 
-Plan::Output Plan::output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have) {
-  const dnnl::memory bound = bind(a, user);
+Plan::Output Plan::output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have,
+                          size_t byte_offset) {
+  const dnnl::memory bound = bind(a, user, byte_offset);
   return {user == have ? bound : owned(have), bound};
+}
+
+void Plan::zero_in_rearm(const dnnl::memory& m) {
+  zeroed_.push_back(m);
 }
 
 void Plan::then(const Output& out, const std::string& what) {
@@ -241,18 +248,31 @@ void Plan::finalize() {
 }
 
 void Plan::run(TensorSet& ts) {
-  execute(ts, true);
+  execute(ts, Stage::run);
 }
 
 void Plan::finish(TensorSet& ts) {
-  execute(ts, false);
+  execute(ts, Stage::finish);
 }
 
-void Plan::execute(TensorSet& ts, bool timed) {
+void Plan::prepared(TensorSet& ts) {
+  execute(ts, Stage::once);
+  rearm(ts);
+}
+
+void Plan::rearm(TensorSet& ts) {
+  if (zeroed_.empty()) return;
+  for (const Binding& b : bindings_)
+    LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
+  for (const dnnl::memory& m : zeroed_)
+    std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
+}
+
+void Plan::execute(TensorSet& ts, Stage stage) {
   for (const Binding& b : bindings_)
     LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
   for (const Step& s : steps_)
-    if (s.timed == timed)
+    if (s.stage == stage)
       LB_DNNL(dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data()));
   // A CPU stream executes synchronously; the wait is free and makes that explicit.
   LB_DNNL(dnnl_stream_wait(stream_.get()));

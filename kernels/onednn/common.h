@@ -104,8 +104,9 @@ class Plan {
   Plan();
   // A memory object that run() points at ts.at(a) + byte_offset.
   dnnl::memory bind(Arg a, const dnnl::memory::desc& md, size_t byte_offset = 0);
-  // A memory object the Plan owns (counted in held_bytes()).
-  dnnl::memory owned(const dnnl::memory::desc& md);
+  // A memory object the Plan owns (counted in held_bytes(); `saved`: also in saved_bytes(),
+  // what a training forward keeps for the backward, as oneDNN's RNN workspace).
+  dnnl::memory owned(const dnnl::memory::desc& md, bool saved = false);
   // Bytes held beyond buffers the Plan allocates itself (e.g. a rescaled bias kept by the kernel).
   void hold(size_t bytes) { extra_bytes_ += bytes; }
 
@@ -119,9 +120,12 @@ class Plan {
   // copy divided by the output scale, which oneDNN 2.x multiplies the biased sum by.
   dnnl::memory bias(const TensorSet& ts, const dnnl::memory::desc& md, float output_scale);
 
-  // Appends a primitive to run(), with its arguments (the scratchpad is added by finalize()).
+  // When a primitive runs: in run() (timed); in finish() (untimed); once, at the end of
+  // prepare() (prepared(): the training forward whose workspace a backward pass reads).
+  enum class Stage { run, finish, once };
+  // Appends a primitive to its stage, with its arguments (the scratchpad is added by finalize()).
   void add(const dnnl::primitive_desc_base& pd, const dnnl::primitive& prim,
-           std::vector<std::pair<int, dnnl::memory>> args, const std::string& what);
+           std::vector<std::pair<int, dnnl::memory>> args, const std::string& what, Stage stage = Stage::run);
   // Appends a reorder src -> dst (activations, timed).
   void add_reorder(const dnnl::memory& src, const dnnl::memory& dst, const std::string& what);
   // Appends a reorder src -> dst that finish() runs, untimed: an output handed back in our
@@ -148,8 +152,12 @@ class Plan {
   struct Output {
     dnnl::memory written, user;
   };
-  Output output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have);
+  Output output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have,
+                size_t byte_offset = 0);
   void then(const Output& out, const std::string& what);
+  // A gradient the primitive adds into rather than writes (oneDNN's RNN backward, dW and
+  // db): rearm() sets it to zero, untimed, before every timed run but the first.
+  void zero_in_rearm(const dnnl::memory& m);
 
   // Allocates the shared scratchpad and gives it to every primitive. Call once, last.
   void finalize();
@@ -158,13 +166,18 @@ class Plan {
   void run(TensorSet& ts);
   // The same for the untimed ones (add_finish_reorder).
   void finish(TensorSet& ts);
+  // The Stage::once primitives, then rearm(): the last call of a prepare() that has them.
+  void prepared(TensorSet& ts);
+  // Zeroes what zero_in_rearm() named (Kernel::rearm).
+  void rearm(TensorSet& ts);
 
   size_t held_bytes() const;
+  size_t saved_bytes() const { return saved_bytes_; }
   const std::string& details() const { return details_; }
 
  private:
   struct Step {
-    bool timed;
+    Stage stage;
     dnnl::primitive prim;
     dnnl::memory::desc scratchpad;
     std::vector<dnnl::memory> keep;  // the memory objects args_ refers to, kept alive
@@ -175,14 +188,15 @@ class Plan {
     dnnl::memory mem;
     size_t offset;
   };
-  void execute(TensorSet& ts, bool timed);
+  void execute(TensorSet& ts, Stage stage);
 
   dnnl::stream stream_;
   std::vector<Step> steps_;
   std::vector<Binding> bindings_;
   std::vector<Tensor> buffers_;  // what owned_ points into
   std::vector<dnnl::memory> owned_;
-  size_t owned_bytes_ = 0, extra_bytes_ = 0;
+  std::vector<dnnl::memory> zeroed_;  // zero_in_rearm()
+  size_t owned_bytes_ = 0, extra_bytes_ = 0, saved_bytes_ = 0;
   dnnl::memory scratchpad_;
   std::string details_;
 };
@@ -193,9 +207,11 @@ class PlanKernel : public Kernel {
  public:
   void run(TensorSet& ts) final { plan_->run(ts); }
   void finish(TensorSet& ts) final { plan_->finish(ts); }
+  void rearm(TensorSet& ts) final { plan_->rearm(ts); }
   void release() final { plan_.reset(); }
   std::string details() const final { return plan_ ? plan_->details() : std::string(); }
   size_t scratch_bytes() const final { return plan_ ? plan_->held_bytes() : 0; }
+  size_t saved_bytes() const final { return plan_ ? plan_->saved_bytes() : 0; }
 
  protected:
   std::unique_ptr<Plan> plan_;

@@ -76,7 +76,8 @@ void register_onednn(Registry& r) {
   r.add({.id = "lstm.onednn.default",
          .idea = "LSTM primitive (one per run of equal-width layers), weights reordered in prepare()",
          .accumulation = "f32",
-         .multithreaded = true},
+         .multithreaded = true,
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
 }
 

@@ -42,6 +42,7 @@ TEST(Onednn, UnsupportedCombinationsAreSkippedWithAReason) {
        "onednn: dt=tf32 not supported"},
       {"lstm mb=2 t=3 ic=4 hc=4 dt=i8", "lstm.onednn.default", "onednn: dt=i8 not supported"},
       {"lstm mb=2 t=3 ic=4 hc=4 relu=fused", "lstm.onednn.default", "onednn: relu=fused not supported"},
+      {"lstm mb=2 t=3 ic=4 hc=4 dt=bf16 dir=bwd", "lstm.onednn.default", "onednn: dt=bf16 in dir=bwd"},
   };
   for (const auto& c : cases) {
     const KernelEntry* k = registry().find(c.kernel);
@@ -50,6 +51,28 @@ TEST(Onednn, UnsupportedCombinationsAreSkippedWithAReason) {
     EXPECT_EQ(v.status, Status::unsupported) << c.line;
     EXPECT_EQ(v.reason.rfind(c.reason, 0), 0u) << c.line << ": " << v.reason;
   }
+}
+
+// oneDNN's LSTM backward adds into dW, dW_h and db: timed runs repeated without rearm()
+// between them add up (verification fails); with it, each run is the whole answer.
+TEST(Onednn, LstmBackwardIsRearmedBetweenRuns) {
+  const KernelEntry* k = registry().find("lstm.onednn.default");
+  ASSERT_NE(k, nullptr);
+  for (const char* line :
+       {"lstm mb=3 t=4 ic=6 hc=8 l=2 dir=bwd", "lstm mb=3 t=4 ic=8 hc=8 dir=train relu=inplace"})
+    for (bool rearm : {true, false}) {
+      CaseSession s(*k, parse_problem(line));
+      s.allocate(1);
+      s.prepare();
+      for (int i = 0; i < 3; ++i) {
+        if (i > 0 && rearm) s.rearm();
+        s.run();
+      }
+      s.finish();
+      const Verdict v = s.verify();
+      EXPECT_EQ(v.status == Status::passed, rearm)
+          << line << (rearm ? " rearmed: " : " not rearmed: ") << v.reason;
+    }
 }
 
 TEST(Onednn, ReportsTheImplementationAndItsBuffers) {
