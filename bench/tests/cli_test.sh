@@ -68,14 +68,15 @@ expect 0 'unsupported +lstm\.ref\.naive' -- "$lb" check --problem "lstm mb=1 t=2
 # pass a kernel does not compute is unsupported with its reason, not run as the forward.
 expect 0 '^dense\.ref\.naive/f32/mb4ic8oc8-dir_bwd_w/threads:1$' -- "$lb" run --problem "dense mb=4 ic=8 oc=8" --backend ref --dir training --list
 count 4 '^dense\.ref\.naive/'
-expect 0 '^lstm\.cpu\.default/f32/mb1t2ic3hc4l1-dir_train/threads:1  unsupported: cpu: dir=train not computed \(fwd only\)$' -- "$lb" run --problem "lstm mb=1 t=2 ic=3 hc=4" --backend cpu --dir training --list
-count 2 '^lstm\.cpu\.default/'
+expect 0 '^conv2d\.cpu\.depthwise/f32/mb1ic4ih5iw5oc4kh3kw3sh1ph1g4-dir_train/threads:1  unsupported: cpu: dir=train not computed \(fwd only\)$' -- "$lb" run --problem "conv2d mb=1 ic=4 ih=5 iw=5 oc=4 kh=3 kw=3 ph=1 g=4" --kernel conv2d.cpu.depthwise --dir training --list
+count 4 '^conv2d\.cpu\.depthwise/'
 expect 0 'diff_src: error at most' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
 expect 0 'check: 1 passed, 0 failed, 0 mistrusted, 0 unsupported' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dir=bwd_d"
 expect 0 'check: 12 passed, 0 failed, 0 mistrusted, 0 unsupported' -- "$lb" check --backend ref --problem "conv2d mb=2 ic=4 ih=6 iw=6 oc=4 kh=3 kw=3 ph=1 g=2 relu=inplace" --dir all --dtype f32,bf16
-expect 0 'cpu: dir=bwd not computed \(fwd only\)' -- "$lb" check --problem "lstm mb=1 t=2 ic=3 hc=4 dir=bwd" --backend cpu
+expect 0 'cpu: dir=bwd not computed \(fwd only\)' -- "$lb" check --problem "conv2d mb=1 ic=4 ih=5 iw=5 oc=4 kh=3 kw=3 ph=1 g=4 dir=bwd" --kernel conv2d.cpu.depthwise
 # The LSTM's one pass back through time: all six gradients checked on the whole batch.
 expect 0 'check: 1 passed, 0 failed' -- "$lb" check --problem "lstm mb=2 t=3 ic=3 hc=4 l=2 dir=bwd relu=inplace" --backend ref
+expect 0 'check: 1 passed, 0 failed' -- "$lb" check --problem "lstm mb=2 t=3 ic=3 hc=4 l=2 dir=bwd relu=inplace" --backend cpu
 expect 0 'ref: dt=i8 not supported \(f32, tf32, f16, bf16 only\): no gradients in integer or f8 arithmetic are defined' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 dt=i8 dir=bwd_w"
 
 # Bad input: one line, exit 2, nothing on stdout.

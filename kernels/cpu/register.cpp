@@ -81,7 +81,8 @@ void register_cpu(Registry& r) {
          .idea = "hoisted input GEMM; per step a per-thread recurrent GEMM on gate-interleaved "
                  "columns + fused cell",
          .accumulation = "f32",
-         .multithreaded = true},
+         .multithreaded = true,
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
 }
 
