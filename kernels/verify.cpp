@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <utility>
@@ -55,8 +56,8 @@ Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias
   Allowance a;
   a.per_magnitude = 10.0 * (2.0 * u_in + u_acc * std::sqrt(k));
   // A sum rounded to the output's storage before the bias is added: |fl(s) - s| <= u·|s|,
-  // and |s| is at most the magnitude (Σ|x·w|).
-  if (rounds_before_bias) a.per_magnitude += unit_roundoff(out.storage());
+  // s = y - b (compare_values() gets |s| per element).
+  if (rounds_before_bias) a.per_sum = unit_roundoff(out.storage());
   // The rounding to the output's storage: a kernel rounds its slightly wrong value to the
   // storage's grid (twice the unit: it may round through an intermediate format, f32
   // then bf16), absolutely below the normal range; integer storages round to half their
@@ -68,8 +69,8 @@ Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias
   return a;
 }
 
-double Allowance::of(double magnitude, double stored) const {
-  return per_magnitude * magnitude + per_stored * stored + absolute;
+double Allowance::of(double magnitude, double stored, double sum) const {
+  return per_magnitude * magnitude + per_stored * stored + per_sum * sum + absolute;
 }
 
 std::string repro_line(const KernelEntry& k, const Problem& p, uint64_t seed) {
@@ -106,8 +107,9 @@ namespace {
 // compare() once the output is known written and finite. `clip`: the reference's values
 // are pre-ReLU and the output is after it, so max(value, 0) is expected (exactly what the
 // reference writes: rounding is monotonic and keeps 0).
+// `bias`: where the allowance has a per_sum, the bias each element adds (y - b is the sum).
 Verdict compare_values(std::string_view what, const Tensor& got, const Expected& expect, bool clip,
-                       const Allowance& allowed) {
+                       const Allowance& allowed, const std::function<double(int64_t)>& bias = {}) {
   Verdict v;
   const int64_t n = int64_t(expect.value.size());
   auto expected = [&expect, clip](int64_t i) {
@@ -124,8 +126,9 @@ Verdict compare_values(std::string_view what, const Tensor& got, const Expected&
     for (int64_t i = 0; i < count; ++i) {
       const double ref = expected(first + i);
       zeros += ref == 0.0;
+      const double sum = bias ? std::fabs(expect.value[first + i] - bias(first + i)) : 0.0;
       const double err = std::fabs(g[i] - ref),
-                   limit = allowed.of(expect.magnitude[first + i], expect.stored[first + i]);
+                   limit = allowed.of(expect.magnitude[first + i], expect.stored[first + i], sum);
       const double ratio = err / limit;
       if (worst < 0 || ratio > worst_ratio) {
         worst_ratio = ratio;
@@ -379,8 +382,15 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
       if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p, a), samples);
       const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
       const Tensor& out = sampled ? *sampled : got.at(a);
-      keep_worse(v, compare_values(name(a), out, pre_relu, clip, allowance(p, out, rounds_before_bias, a)),
-                 first);
+      const Allowance allowed = allowance(p, out, rounds_before_bias, a);
+      std::function<double(int64_t)> bias;
+      if (allowed.per_sum > 0) {
+        const auto index = traits(p.op()).bias_index;
+        if (!index) throw Error(std::string(name(p.op())) + " adds no bias: a kernel cannot round before it");
+        const Tensor& b = got.at(Arg::bias);
+        bias = [&b, &p, index](int64_t i) { return b.load(index(p, i)); };
+      }
+      keep_worse(v, compare_values(name(a), out, pre_relu, clip, allowed, bias), first);
     }
     if (!whole_batch)
       notes.push_back(std::to_string(samples.size()) + " of " + std::to_string(p.batch()) + " batch samples");

@@ -54,14 +54,16 @@ struct Verdict {
 };
 
 // The units of one output element's allowed error, for p written to a tensor like `out`:
-//   allowed = per_magnitude · magnitude + per_stored · stored + absolute
+//   allowed = per_magnitude · magnitude + per_stored · stored + per_sum · |y - b| + absolute
 // per_magnitude: the rounding of inputs inside the kernel and of the accumulation, a
-// function of dtype and accumulation length, and for a kernel that rounds before the bias
-// (Kernel::rounds_before_bias) one unit of out's storage, the sum before the bias being at
-// most the magnitude; per_stored and absolute: the rounding to out's storage.
+// function of dtype and accumulation length; per_stored and absolute: the rounding to
+// out's storage; per_sum: for a kernel that rounds the sum before it adds the bias
+// (Kernel::rounds_before_bias), one unit of out's storage times that sum, y - b — not
+// times the magnitude Σ|x·w|, which at K = 2048 in bf16 allowed twice the bias itself
+// (a kernel that dropped it passed).
 struct Allowance {
-  double per_magnitude = 0.0, per_stored = 0.0, absolute = 0.0;
-  double of(double magnitude, double stored) const;
+  double per_magnitude = 0.0, per_stored = 0.0, per_sum = 0.0, absolute = 0.0;
+  double of(double magnitude, double stored, double sum = 0.0) const;
 };
 // `arg`: which output of p's pass `out` is (its accumulation length: ops/traits.h).
 Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias = false, Arg arg = Arg::dst);

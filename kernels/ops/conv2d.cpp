@@ -173,6 +173,11 @@ const OpTraits& conv2d_traits() {
                   return {c.oc, c.oh(), c.ow()};
                 }},
       .not_in_backward = {Arg::bias},
+      .bias_index =
+          [](const Problem& p, int64_t i) {
+            const Conv2d& c = p.conv();
+            return i / (c.oh() * c.ow()) % c.oc;
+          },
   };
   return traits;
 }

@@ -54,6 +54,7 @@ const OpTraits& dense_traits() {
                       return out;
                     }},
       .not_in_backward = {Arg::bias},
+      .bias_index = [](const Problem& p, int64_t i) { return i % p.dense().oc; },
   };
   return traits;
 }

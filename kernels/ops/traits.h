@@ -83,6 +83,11 @@ struct OpTraits {
   std::string_view no_pass = {};
   // Inputs the backward passes do not read (dense, conv2d: the bias, which only shifts y).
   std::vector<Arg> not_in_backward = {};
+  // The element of the bias that element i of dst adds (dense: its column; conv2d: its
+  // channel; the batch is dst's outermost axis, so a sample of the batch has the same
+  // index); null where the op adds no bias to its output as such (the LSTM's is inside
+  // its gates). Verification's allowance for a sum rounded before the bias (verify.h).
+  int64_t (*bias_index)(const Problem& p, int64_t i) = nullptr;
   // What a training forward keeps for the backward beyond the layer's input and output, in
   // f32 elements (null: nothing; the LSTM: every step's gates and cell state, and the lower
   // layers' h): the model's saved_bytes.
