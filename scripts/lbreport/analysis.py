@@ -207,7 +207,8 @@ def optimisations(cases):
 
 
 def cpu_gpu(cases):
-    """Per problem (dtype and batch included, no ReLU): the fastest CPU and GPU case."""
+    """Per problem (dtype and batch included, no ReLU): the fastest CPU and GPU case (by device
+    time), the GPU case's host wall time beside it, and the speed-up on each."""
     best: dict[str, dict[str, Case]] = defaultdict(dict)
     for c in cases:
         if not (c.ok and c.relu == "none" and c.cache == "hot" and not c.blocking_sync):
@@ -217,8 +218,9 @@ def cpu_gpu(cases):
             d[c.device] = c
     t = Table([("problem", "problem"), ("type", "type"), ("batch", "batch"), ("dtype", "dtype"),
                ("fastest CPU kernel", "cpu_kernel"), ("CPU time", "cpu_time_us"), ("fastest GPU kernel", "gpu_kernel"),
-               ("GPU time", "gpu_time_us"), ("GPU speed-up", "speedup")],
-              right=[False, False, True, False, False, True, False, True, True])
+               ("GPU time", "gpu_time_us"), ("GPU speed-up", "speedup"), ("GPU host wall", "gpu_host_wall_us"),
+               ("speed-up on host wall", "speedup_host_wall")],
+              right=[False, False, True, False, False, True, False, True, True, True, True])
     rows = []
     for problem, d in best.items():
         if "cpu" in d and "gpu" in d:
@@ -226,12 +228,56 @@ def cpu_gpu(cases):
     rows.sort(key=lambda r: (type_rank(r[0].type), problem_without(r[0].problem, "mb", "dt"), r[0].dtype, r[0].batch or 0))
     for cpu, gpu in rows:
         s = cpu.time_us / gpu.time_us
+        wall = gpu.host_wall_us
+        s_wall = cpu.time_us / wall if wall else None
         short = problem_without(cpu.problem, "mb", "dt", "relu")
         t.add([short, cpu.type, cpu.batch, cpu.dtype, f"{cpu.kernel} ×{cpu.threads}", fmt_time(cpu.time_us), gpu.kernel,
-               fmt_time(gpu.time_us), fmt_ratio(s)],
+               fmt_time(gpu.time_us), fmt_ratio(s), fmt_time(wall), fmt_ratio(s_wall)],
               [short, cpu.type, cpu.batch, cpu.dtype, f"{cpu.kernel} x{cpu.threads}", cpu.time_us, gpu.kernel,
-               gpu.time_us, s])
+               gpu.time_us, s, wall, s_wall])
     return t, rows
+
+
+def crossover(cpu_gpu_rows):
+    """Per layer type and dtype, the batch from which the GPU is faster, on device time and on
+    the host's wall time: at each batch measured on both, the type's problems' CPU times
+    summed against their GPU times; the crossover is the smallest batch from which the GPU
+    wins at every larger batch measured ("≤ b" where it wins already at the smallest, "none"
+    where it loses at the largest)."""
+    sums: dict[tuple, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0, 0.0, True]))
+    for cpu, gpu in cpu_gpu_rows:
+        if cpu.batch is None:
+            continue
+        s = sums[(cpu.type, cpu.dtype)][cpu.batch]
+        s[0] += cpu.time_us
+        s[1] += gpu.time_us
+        wall = gpu.host_wall_us
+        s[2] += wall or 0.0
+        s[3] = s[3] and wall is not None
+
+    def batch_from(per_batch, gpu_index):
+        batches = sorted(per_batch)
+        if any(gpu_index == 2 and not per_batch[b][3] for b in batches):
+            return None, "—"
+        wins = [per_batch[b][gpu_index] < per_batch[b][0] for b in batches]
+        if not wins[-1]:
+            return None, "none"
+        first = len(wins)
+        while first > 0 and wins[first - 1]:
+            first -= 1
+        b = batches[first]
+        return b, (f"≤ {b}" if first == 0 else str(b))
+
+    t = Table([("type", "type"), ("dtype", "dtype"), ("batches measured", "batches"),
+               ("GPU faster from batch (device time)", "crossover_device"),
+               ("GPU faster from batch (host wall)", "crossover_host_wall")],
+              right=[False, False, False, True, True])
+    for (typ, dtype), per_batch in sorted(sums.items(), key=lambda kv: (type_rank(kv[0][0]), kv[0][1])):
+        batches = ",".join(str(b) for b in sorted(per_batch))
+        dev, dev_text = batch_from(per_batch, 1)
+        wall, wall_text = batch_from(per_batch, 2)
+        t.add([typ, dtype, batches, dev_text, wall_text], [typ, dtype, batches, dev_text, wall_text])
+    return t
 
 
 def ours_vs_vendor(cases):

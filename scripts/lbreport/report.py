@@ -167,8 +167,13 @@ def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()
     csvs["cpu_vs_gpu.csv"] = cg.csv()
     md += ["## CPU vs GPU", ""]
     if len(cg):
+        cross = analysis.crossover(cg_rows)
+        csvs["crossover.csv"] = cross.csv()
         md += ["Per problem and batch (no ReLU): the fastest CPU kernel (any thread count) and the fastest GPU kernel; "
-               "speed-up = CPU time ÷ GPU time.", "", cg.markdown()]
+               "speed-up = CPU time ÷ GPU time, on the GPU's device time (events) and on the host's wall time per run "
+               "(launch and synchronisation included; the copies of the activations are in neither).", "",
+               cg.markdown(), "", "The crossover: per layer type and dtype, the batch from which the GPU is faster "
+               "(the type's problems summed at each batch measured on both).", "", cross.markdown()]
     else:
         has = {c.device for c in cases if c.ok}
         need = "a GPU run" if "gpu" not in has else "a CPU run" if "cpu" not in has else "the same problems on both"

@@ -163,6 +163,14 @@ class Case:
                 return _number(r["real_time"]) * TIME_UNITS_US.get(r.get("time_unit", "ns"), 1.0)
         return None
 
+    @property
+    def host_wall_us(self) -> float | None:
+        """Median host wall time per run() in microseconds (lb_host_wall_per_run_s: for a GPU
+        case its launch and synchronisation included, which the device time leaves out); None
+        where the file does not record it."""
+        vs = self.values("lb_host_wall_per_run_s")
+        return statistics.median(vs) * 1e6 if vs else None
+
     def fastest(self) -> tuple[float, dict] | None:
         """The fastest repetition: its time per run() in microseconds, and its row (whose
         counters, % of peak among them, are that repetition's); None without repetitions."""

@@ -172,6 +172,42 @@ class CpuAndGpu(unittest.TestCase):
                 self.assertIn(needle, failed)
             self.assertFalse([f for f in os.listdir(out) if f.endswith(".png")])
 
+    def test_host_wall_beside_device_time_on_the_first_gpu_run(self):
+        # The H200's first run (results/h200/2026-12-04_gpu-check_first-light): at batch 1
+        # the GPU's device time says 4.4× faster than the CPU on AlexNet's conv3 in bf16,
+        # its host wall per run (launch and synchronisation) 0.86×: the CPU wins.
+        sweep = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                             "results", "h200", "2026-12-04_gpu-check_first-light", "sweep.json.gz")
+        with TempDir() as tmp:
+            out = os.path.join(tmp, "r")
+            p = script("report", sweep, "--out", out, "--no-plots")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            cg = section(read(os.path.join(out, "report.md")), "CPU vs GPU")
+            self.assertRegex(cg, r"name=conv3 \| conv \| 1 \| bf16 \| .* \| 4\.38× \| 117 µs \| 0\.86× \|")
+            self.assertRegex(cg, r"name=conv2 \| conv \| 32 \| f32 \| .* \| 89\.28× \| 209 µs \| 55\.94× \|")
+            rows = list(csv.DictReader(io.StringIO(read(os.path.join(out, "crossover.csv")))))
+            self.assertEqual({(r["type"], r["dtype"]) for r in rows}, {("conv", "bf16"), ("conv", "f32")})
+            self.assertTrue(all(r["batches"] == "1,32" for r in rows))
+
+    def test_crossover_batch(self):
+        # Made cases: the CPU wins at batch 1 and 4, the GPU from 16 on device time; on the
+        # host's wall time (a launch's 50 µs more) only at 64. Another type never crosses.
+        def case(device, typ, batch, us, wall=None):
+            rep = {"real_time": us, "time_unit": "us", "lb_batch": batch}
+            if wall is not None:
+                rep["lb_host_wall_per_run_s"] = wall * 1e-6
+            return Case(source="made", name=f"{typ}.{device}/f32/mb{batch}/threads:1", device=device, type=typ,
+                        dtype="f32", problem=f"{typ} mb={batch}", status="passed", reps=[rep])
+        rows = []
+        for b, cpu, gpu in ((1, 10, 30), (4, 40, 45), (16, 100, 60), (64, 640, 200)):
+            rows.append((case("cpu", "dense", b, cpu), case("gpu", "dense", b, gpu, gpu + (50 if b < 64 else 20))))
+        rows.append((case("cpu", "conv", 8, 10), case("gpu", "conv", 8, 20, 40)))
+        from lbreport import analysis
+        t = {r["type"]: r for r in csv.DictReader(io.StringIO(analysis.crossover(rows).csv()))}
+        self.assertEqual(t["dense"]["crossover_device"], "16")
+        self.assertEqual(t["dense"]["crossover_host_wall"], "64")
+        self.assertEqual(t["conv"]["crossover_device"], "none")
+
     def test_nothing_readable(self):
         p = script("report", fixture("empty.json"), fixture("malformed.json"), "--no-plots", "--out", "/nonexistent")
         self.assertEqual(p.returncode, 2)
