@@ -470,6 +470,18 @@ def noisy(cases, max_cv):
     return t
 
 
+def above_peak(cases):
+    """Cases whose % of peak (the median repetition's) is above 100, each with what it ran
+    (lb_details: an FFT or Winograd algorithm does fewer FLOPs than the model counts)."""
+    t = Table([("case", "case"), ("% of peak", "pct_peak"), ("what it ran", "details"), ("file", "file")],
+              right=[False, True, False, False])
+    rows = [(c, c.value("lb_pct_peak")) for c in cases if c.ok]
+    for c, pct in sorted(((c, p) for c, p in rows if p is not None and p > 100.0), key=lambda cp: -cp[1]):
+        t.add([c.label, fmt_pct(pct), c.details or "—", os.path.basename(c.source)],
+              [c.label, pct, c.details, c.source])
+    return t
+
+
 def not_measured(cases):
     """Failed and out-of-memory cases one by one; unsupported and mistrusted grouped by reason."""
     failed = Table([("case", "case"), ("status", "status"), ("reason", "reason"), ("file", "file")])

@@ -238,6 +238,14 @@ def build(runs, cases, analyzer, noisy_cv, out_dir, plots=True, load_problems=()
             f"{len(nz)} cases. Their numbers above are medians; rerun with more repetitions or on a quieter machine "
             "before trusting a small difference.", "", nz.markdown()] if len(nz) else
            [f"none above a coefficient of variation of {noisy_cv:.0%}.", ""])
+    above = analysis.above_peak(cases)
+    csvs["above_peak.csv"] = above.csv()
+    md += ["## Above 100 % of the peak", ""]
+    md += (["% of peak divides the model's FLOPs (the direct method's) by the device's measured peak. Above 100 %, a "
+            "kernel did less arithmetic than the model counts (an FFT or Winograd convolution), or the peak is not the "
+            "hardware's (the GPU's are cuBLASLt's GEMM rates until hardware probes exist): these cases, with what each "
+            "ran, are not faster than the machine.", "", above.markdown()] if len(above) else
+           ["No case is above 100 % of its peak.", ""])
     failed, grouped = analysis.not_measured(cases)
     csvs["failed.csv"] = failed.csv()
     csvs["unsupported_mistrusted.csv"] = grouped.csv()
