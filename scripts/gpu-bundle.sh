@@ -41,5 +41,7 @@ cudnn_h=$(sed -n 's/^LB_CUDNN_INCLUDE:[A-Z]*=//p' "$build/CMakeCache.txt")/cudnn
   echo "nvcc (CUDA runtime linked in): $("$nvcc" --version | tail -n 1)"
   echo "cuDNN headers: $(awk '/^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) / {printf "%s%s", sep, $3; sep="."}' "$cudnn_h")"
 } >.gpu-bundle/BUILD
-du -sh .gpu-bundle
 ls -la .gpu-bundle/bin .gpu-bundle/lib
+# The tree and the bundle as the device call will carry them: exit 1 here, not a refused
+# carry there, above 60 MiB (the device tool's limit is 64).
+scripts/carry-size.sh .gpu-bundle
