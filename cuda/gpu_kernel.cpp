@@ -17,7 +17,8 @@ std::string GpuKernel::gpu_unusable(int min_sm) {
 
 void GpuKernel::upload(const Problem& p, const TensorSet& ts) {
   problem_ = p;
-  dst_elements_ = ts.at(Arg::dst).elements();
+  // The output's elements (dy's in a backward pass, where dst may not be an argument).
+  dst_elements_ = ts.has(Arg::dst) ? ts.at(Arg::dst).elements() : ts.at(Arg::diff_dst).elements();
   for (int i = 0; i < kNumArgs; ++i) {
     const Arg a = Arg(i);
     if (!ts.has(a)) {
@@ -34,6 +35,13 @@ void GpuKernel::relu_pass() const {
   if (problem_.relu != Relu::inplace && problem_.relu != Relu::separate) return;
   const Arg out = problem_.relu == Relu::inplace ? Arg::dst : Arg::relu_dst;
   relu(dev(Arg::dst), dev(out), dst_elements_, storage_of(problem_.dt, Arg::dst));
+}
+
+void GpuKernel::relu_backward_pass() const {
+  if (problem_.relu != Relu::inplace && problem_.relu != Relu::separate) return;
+  const bool separate = problem_.relu == Relu::separate;
+  relu_backward(dev(separate ? Arg::relu_dst : Arg::dst), dev(separate ? Arg::diff_relu_dst : Arg::diff_dst),
+                dev(Arg::diff_dst), dst_elements_, storage_of(problem_.dt, Arg::diff_dst));
 }
 
 void GpuKernel::finish(TensorSet& ts) {

@@ -29,6 +29,11 @@ class GpuKernel : public Kernel {
   // relu=inplace dst := max(dst, 0), relu=separate relu_dst := max(dst, 0); nothing for
   // none and fused (the kernel's epilogue). Launches on the default stream, asynchronous.
   void relu_pass() const;
+  // The ReLU's backward in front of a backward pass (kernels/ops/traits.h, pass_args), as
+  // the modes are defined: separate diff_dst := diff_relu_dst where relu_dst > 0, else 0;
+  // inplace the same over diff_dst from dst; nothing for none (fused: the kernel's).
+  // Launches on the default stream, asynchronous; diff_dst then holds dz.
+  void relu_backward_pass() const;
 
   Problem problem_;
   std::array<DeviceBuffer, kNumArgs> devices_;

@@ -521,7 +521,8 @@ if [ $dry = 1 ]; then
   common=(--benchmark_min_time=0.01)
 else
   grep 'name=gemm4096' "$repo/bench/suites/gpu_gemm.txt" >"$work/gemm4096.txt"
-  check_sources=("--suite smoke" "--network alexnet" "--network mobilenet_v1" "--network lstm_lm")
+  check_sources=("--suite smoke" "--suite smoke --dir bwd_d,bwd_w,bwd" "--network alexnet" "--network mobilenet_v1"
+    "--network lstm_lm")
   check_backends=cublas,cudnn,cuda
   gemm_src=(--suite gpu_gemm)
   lstm_src=(--suite lstm)

@@ -11,8 +11,25 @@
 // multiples of 16, see f8_layout_reason()). i8 is not
 // offered: cuBLASLt multiplies s8 by s8, our int8 problems are u8 activations × s8.
 // The algorithm is cuBLASLt's heuristic first choice with a 32 MiB workspace limit;
-// details() records it.
+// details() records it. fwd_train is the forward (a dense layer keeps nothing more).
+//
+// Backward passes (CublasLtDenseBackward; dense.cublas.lt's bwd_d, bwd_w and bwd through
+// split_by_pass; train is not offered: the two kernels would each hold their own device
+// copies, and the backward would not see the forward's dst). In the same column-major
+// reading, with dz M×N (ld N):
+//   bwd_d  dxᵀ (K×M, ld K) = W (K×N, ld K) · dzᵀ (N×M, ld N)             "NN"
+//   bwd_w  dWᵀ (K×N, ld K) = xᵀ (K×M, ld K) · dz (N×M, ld N, transposed)  "NT", with
+//          CUBLASLT_EPILOGUE_BGRADB: db, the sum of B over the product's k (= M) per column
+//          of D, written to diff_bias (f32) by the same call.
+// The ReLU in front is our own element-wise kernel (GpuKernel::relu_backward_pass);
+// relu=fused is declined: cuBLASLt's DRELU epilogues take the forward's ReLU bit-mask
+// (RELU_AUX), which a backward pass on its own does not have. f32, tf32, f16 and bf16,
+// where cuBLASLt's heuristic finds an algorithm for the epilogue and db's f32 (supports()
+// asks it on a usable GPU and declines with its answer). Never run on a GPU yet: written
+// and compiled without one (2026-12-07).
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/check.h"
@@ -186,10 +203,152 @@ class CublasLtDense final : public GpuKernel {
   std::string details_;
 };
 
+// One cuBLASLt matmul of a backward pass: its descriptors and the algorithm chosen.
+struct Matmul {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+
+  Matmul() = default;
+  Matmul(const Matmul&) = delete;
+  Matmul& operator=(const Matmul&) = delete;
+  ~Matmul() {
+    if (desc) cublaslt().cublasLtMatmulDescDestroy(desc);
+    for (auto* layout : {&a, &b, &c})
+      if (*layout) cublaslt().cublasLtMatrixLayoutDestroy(*layout);
+  }
+};
+
+// The matmul of `pass` (bwd_d or bwd_w) for p, its algorithm from the heuristic; empty
+// where it found none, and `why` says so.
+std::unique_ptr<Matmul> backward_matmul(const Problem& p, Pass pass, std::string& why) {
+  const Dense& d = p.dense();
+  auto m = std::make_unique<Matmul>();
+  const cudaDataType_t in = cuda_type(storage_of(p.dt, Arg::wei));
+  const cublasComputeType_t compute = p.dt == DType::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescCreate(&m->desc, compute, CUDA_R_32F));
+  const bool data = pass == Pass::bwd_d;
+  const cublasOperation_t ta = CUBLAS_OP_N, tb = data ? CUBLAS_OP_N : CUBLAS_OP_T;
+  LB_CUBLAS_CHECK(
+      cublaslt().cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+  LB_CUBLAS_CHECK(
+      cublaslt().cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+  if (data) {  // A = W as K×N, B = dz as N×M, C = dx as K×M
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->a, in, d.ic, d.oc, d.ic));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->b, in, d.oc, d.mb, d.oc));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->c, cuda_type(storage_of(p.dt, Arg::diff_src)),
+                                                          d.ic, d.mb, d.ic));
+  } else {  // A = x as K×M, B = dz as N×M (transposed: M×N), C = dW as K×N; db by the epilogue
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->a, in, d.ic, d.mb, d.ic));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->b, in, d.oc, d.mb, d.oc));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatrixLayoutCreate(&m->c, cuda_type(storage_of(p.dt, Arg::diff_wei)),
+                                                          d.ic, d.oc, d.ic));
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                              &epilogue, sizeof epilogue));
+    const cudaDataType_t bias = cuda_type(storage_of(p.dt, Arg::diff_bias));
+    LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(m->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                              &bias, sizeof bias));
+  }
+  cublasLtMatmulPreference_t pref = nullptr;
+  LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceCreate(&pref));
+  LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof kMaxWorkspace));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status = cublaslt().cublasLtMatmulAlgoGetHeuristic(
+      lt_handle(), m->desc, m->a, m->b, m->c, m->c, pref, 1, &result, &found);
+  cublaslt().cublasLtMatmulPreferenceDestroy(pref);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+    why =
+        std::string("cuBLASLt's heuristic found no ") +
+        (data ? "backward-data (NN) algorithm" : "backward-weights (NT, BGRADB epilogue, f32 db) algorithm") +
+        " for dt=" + std::string(name(p.dt)) + " (status " + std::to_string(int(status)) + ")";
+    return nullptr;
+  }
+  m->algo = result.algo;
+  m->workspace = result.workspaceSize;
+  return m;
+}
+
+class CublasLtDenseBackward final : public GpuKernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = require_dtypes(p, {DType::f32, DType::tf32, DType::f16, DType::bf16}); !why.empty())
+      return why + ": no gradients in integer or f8 arithmetic are defined";
+    if (p.relu == Relu::fused)
+      return "relu=fused in dir=" + std::string(name(p.pass)) +
+             ": cuBLASLt's DRELU epilogues take the forward's ReLU bit-mask (RELU_AUX), which a backward "
+             "pass alone "
+             "does not have (relu=inplace or separate: our element-wise kernel)";
+    if (std::string why = gpu_unusable(); !why.empty()) return why;
+    if (std::string why = why_no_cublaslt(); !why.empty()) return why;
+    std::string why;
+    for (Pass part : {Pass::bwd_d, Pass::bwd_w})
+      if ((part == Pass::bwd_d ? computes_data_grads(p.pass) : computes_weight_grads(p.pass)) &&
+          !backward_matmul(p, part, why))
+        return why;
+    return {};
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context&) override {
+    release();
+    upload(p, ts);
+    std::string why;
+    size_t workspace = 0;
+    if (computes_data_grads(p.pass)) {
+      data_ = backward_matmul(p, Pass::bwd_d, why);
+      if (!data_) throw Error("cublas: " + why);
+      workspace = std::max(workspace, data_->workspace);
+    }
+    if (computes_weight_grads(p.pass)) {
+      weights_ = backward_matmul(p, Pass::bwd_w, why);
+      if (!weights_) throw Error("cublas: " + why);
+      const void* db = dev(Arg::diff_bias);
+      LB_CUBLAS_CHECK(cublaslt().cublasLtMatmulDescSetAttribute(
+          weights_->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &db, sizeof db));
+      workspace = std::max(workspace, weights_->workspace);
+    }
+    workspace_ = DeviceBuffer(workspace);  // the two run one after the other
+    details_ = std::string(data_ ? "NN" : "") + (data_ && weights_ ? " + " : "") +
+               (weights_ ? "NT + BGRADB" : "") + ", cuBLASLt heuristic #1, workspace " +
+               std::to_string(workspace) + " B";
+  }
+
+  void run(TensorSet&) override {
+    relu_backward_pass();
+    const float alpha = 1.0f, beta = 0.0f;
+    if (data_)
+      LB_CUBLAS_CHECK(cublaslt().cublasLtMatmul(lt_handle(), data_->desc, &alpha, dev(Arg::wei), data_->a,
+                                                dev(Arg::diff_dst), data_->b, &beta, dev(Arg::diff_src),
+                                                data_->c, dev(Arg::diff_src), data_->c, &data_->algo,
+                                                workspace_.get(), workspace_.bytes(), 0));
+    if (weights_)
+      LB_CUBLAS_CHECK(cublaslt().cublasLtMatmul(
+          lt_handle(), weights_->desc, &alpha, dev(Arg::src), weights_->a, dev(Arg::diff_dst), weights_->b,
+          &beta, dev(Arg::diff_wei), weights_->c, dev(Arg::diff_wei), weights_->c, &weights_->algo,
+          workspace_.get(), workspace_.bytes(), 0));
+  }
+
+  void release() override {
+    data_.reset();
+    weights_.reset();
+    GpuKernel::release();
+  }
+
+  ~CublasLtDenseBackward() override { release(); }
+  std::string details() const override { return details_; }
+
+ private:
+  std::unique_ptr<Matmul> data_, weights_;
+  std::string details_;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_cublas_dense() {
-  return std::make_unique<CublasLtDense>();
+  return split_by_pass(std::make_unique<CublasLtDense>(), std::make_unique<CublasLtDenseBackward>());
 }
 
 }  // namespace lb::cuda

@@ -9,8 +9,10 @@ void register_cublas(Registry& r) {
   using namespace cuda;
   r.add({.id = "dense.cublas.lt",
          .device = Device::gpu,
-         .idea = "cuBLASLt matmul, TN layout, bias (+ReLU) in the epilogue",
-         .accumulation = "f32 (tf32/f16/bf16/fp8 inputs)"},
+         .idea = "cuBLASLt matmul, TN layout, bias (+ReLU) in the epilogue; backward NN (dx) and NT with a "
+                 "BGRADB epilogue (dW, db)",
+         .accumulation = "f32 (tf32/f16/bf16/fp8 inputs)",
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd_d, Pass::bwd_w, Pass::bwd}},
         [] { return make_cublas_dense(); });
 }
 

@@ -53,6 +53,27 @@ TEST(GpuBackends, AwkwardShapes) {
   check_all(problems);
 }
 
+// Every GPU kernel in the training passes it declares (KernelInfo::passes) beyond the
+// forward, on small shapes with every ReLU mode.
+TEST(GpuBackends, TrainingPasses) {
+  int checked = 0;
+  for (const KernelEntry* k : gpu_kernels())
+    for (Pass pass : k->info.passes) {
+      if (pass == Pass::fwd) continue;
+      for (const char* line : {"dense mb=5 ic=33 oc=17", "dense mb=64 ic=256 oc=128 relu=separate",
+                               "dense mb=3 ic=1023 oc=7 relu=inplace",
+                               "conv2d mb=2 ic=4 ih=9 iw=9 oc=6 kh=3 kw=3 ph=1 relu=inplace"})
+        for (DType dt : {DType::f32, DType::tf32, DType::f16, DType::bf16}) {
+          Problem p = parse_problem(line);
+          if (k->op_name() != name(p.op())) continue;
+          p.dt = dt;
+          p.pass = pass;
+          checked += check_conforms(*k, p);
+        }
+    }
+  EXPECT_GT(checked, 0) << "no GPU kernel checked a training pass";
+}
+
 TEST(GpuRuntime, TrackerCountsBuffersAndPeaks) {
   const size_t before = cuda::device_bytes_in_use();
   cuda::reset_device_peak();
