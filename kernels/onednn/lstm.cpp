@@ -126,10 +126,9 @@ class OnednnLstm final : public PlanKernel {
     if (p.relu == Relu::fused) return "relu=fused not supported for lstm (RNN primitives take no post-ops)";
     if (runs_backward(p.pass) && p.dt != DType::f32)
       return "dt=" + std::string(name(p.dt)) + " in dir=" + std::string(name(p.pass)) +
-             ": oneDNN's LSTM backward misses the f32 bound (db 3e-4 of its magnitude off: bf16 operands in "
-             "its "
-             "GEMMs, presumably the gates' gradients), a rounding the reference's backward bounds do not "
-             "model yet";
+             ": oneDNN's LSTM backward misses the f32 bound (db 3e-4 of its magnitude off: bf16 "
+             "operands in its GEMMs, presumably the gates' gradients), a rounding the reference's "
+             "backward bounds do not model yet";
     const char* what = "LSTM";
     try {
       for (const Segment& g : segments(p.lstm())) {
