@@ -21,8 +21,20 @@
 // grid (value_grid, kernels/tensor.h). The unfused path rounds the convolution to the
 // output type before cudnnAddTensor adds the bias to it: in f16 / bf16 one rounding more
 // than the fused call's, which rounds_before_bias() declares to verification.
+//
+// Backward passes (CudnnConv2dBackward; .default's bwd_d, bwd_w and bwd through
+// split_by_pass, fwd_train being the forward; train not offered: two kernels, two device
+// copies): cudnnConvolutionBackwardData for dx, cudnnConvolutionBackwardFilter for dW and
+// cudnnConvolutionBackwardBias for db, each algorithm cuDNN's heuristics' first that fits
+// the workspace limit. The ReLU in front is our own element-wise kernel
+// (GpuKernel::relu_backward_pass); relu=fused is declined (cuDNN's backward calls apply no
+// mask). dx in every dtype the forward has; dW and db in f32 and tf32 only: our db is f32,
+// cudnnConvolutionBackwardBias writes it in dy's type. Never run on a GPU yet: written and
+// compiled without one (2026-12-07).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <string>
 
 #include "cuda/cudnn/common.h"
 #include "cuda/cudnn/kernels.h"
@@ -224,10 +236,137 @@ class CudnnConv2d final : public GpuKernel {
   std::string details_;
 };
 
+class CudnnConv2dBackward final : public GpuKernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
+    if (p.relu == Relu::fused)
+      return "relu=fused in dir=" + std::string(name(p.pass)) +
+             ": cuDNN's backward calls apply no ReLU mask (relu=inplace or separate: our element-wise "
+             "kernel)";
+    if (computes_weight_grads(p.pass) && p.dt != DType::f32 && p.dt != DType::tf32)
+      return "dt=" + std::string(name(p.dt)) + " in dir=" + std::string(name(p.pass)) +
+             ": cudnnConvolutionBackwardBias writes db in dy's type, ours is f32 (dx alone: dir=bwd_d)";
+    return gpu_unusable();
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context&) override {
+    release();
+    upload(p, ts);
+    const Conv2d& c = p.conv();
+    const cudnnDataType_t type = cudnn_type(storage_of(p.dt, Arg::diff_dst));
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_));
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_));
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_));
+    LB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
+    LB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
+    LB_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
+    LB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g),
+                                              int(c.kh), int(c.kw)));
+    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(c.ph), int(c.pw), int(c.sh), int(c.sw),
+                                                   int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+    LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(c.g)));
+    const cudnnMathType_t math = cudnn_math(p.dt);
+    LB_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
+    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.oc), int(c.oh()),
+                                              int(c.ow())));
+    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(c.oc), 1, 1));
+    cudnnHandle_t h = cudnn_handle();
+    size_t ws = 0;
+    data_ = computes_data_grads(p.pass);
+    weights_ = computes_weight_grads(p.pass);
+    details_.clear();
+    if (data_) {
+      int returned = 0;
+      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      LB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          h, w_, y_, conv_, x_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+      const int i = first_usable(perf, returned);
+      if (i < 0) throw Error("cudnn: no backward-data algorithm for " + print(p));
+      data_algo_ = perf[i].algo;
+      size_t bytes = 0;
+      LB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, y_, conv_, x_, data_algo_, &bytes));
+      ws = std::max(ws, bytes);
+      details_ += "backward data: heuristics' choice " + std::to_string(i + 1) + " of " +
+                  std::to_string(returned) + " (algo " + std::to_string(int(data_algo_)) + ")";
+    }
+    if (weights_) {
+      int returned = 0;
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      LB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          h, x_, y_, conv_, w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+      const int i = first_usable(perf, returned);
+      if (i < 0) throw Error("cudnn: no backward-filter algorithm for " + print(p));
+      filter_algo_ = perf[i].algo;
+      size_t bytes = 0;
+      LB_CUDNN_CHECK(
+          cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_, y_, conv_, w_, filter_algo_, &bytes));
+      ws = std::max(ws, bytes);
+      details_ += std::string(details_.empty() ? "" : "; ") + "backward filter: heuristics' choice " +
+                  std::to_string(i + 1) + " of " + std::to_string(returned) + " (algo " +
+                  std::to_string(int(filter_algo_)) + "); backward bias";
+    }
+    workspace_ = DeviceBuffer(ws);  // the calls run one after the other
+    details_ += ", workspace " + std::to_string(ws) + " B, " + cudnn_math_name(math);
+  }
+
+  void run(TensorSet&) override {
+    relu_backward_pass();
+    const float one = 1.0f, zero = 0.0f;
+    cudnnHandle_t h = cudnn_handle();
+    if (data_)
+      LB_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_, dev(Arg::wei), y_, dev(Arg::diff_dst), conv_,
+                                                  data_algo_, workspace_.get(), workspace_.bytes(), &zero, x_,
+                                                  dev(Arg::diff_src)));
+    if (weights_) {
+      LB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_, dev(Arg::src), y_, dev(Arg::diff_dst), conv_,
+                                                    filter_algo_, workspace_.get(), workspace_.bytes(), &zero,
+                                                    w_, dev(Arg::diff_wei)));
+      LB_CUDNN_CHECK(
+          cudnnConvolutionBackwardBias(h, &one, y_, dev(Arg::diff_dst), &zero, b_, dev(Arg::diff_bias)));
+    }
+  }
+
+  void release() override {
+    if (x_) cudnnDestroyTensorDescriptor(x_);
+    if (y_) cudnnDestroyTensorDescriptor(y_);
+    if (b_) cudnnDestroyTensorDescriptor(b_);
+    if (w_) cudnnDestroyFilterDescriptor(w_);
+    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
+    x_ = y_ = b_ = nullptr;
+    w_ = nullptr;
+    conv_ = nullptr;
+    GpuKernel::release();
+  }
+
+  ~CudnnConv2dBackward() override { release(); }
+  std::string details() const override { return details_; }
+
+ private:
+  // The first of cuDNN's ranked answers that succeeded and fits the workspace limit; -1: none.
+  template <class Perf>
+  static int first_usable(const Perf* perf, int n) {
+    for (int i = 0; i < n; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= kMaxWorkspace) return i;
+    return -1;
+  }
+
+  bool data_ = false, weights_ = false;
+  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
+  cudnnFilterDescriptor_t w_ = nullptr;
+  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  cudnnConvolutionBwdDataAlgo_t data_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  cudnnConvolutionBwdFilterAlgo_t filter_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  std::string details_;
+};
+
 }  // namespace
 
 std::unique_ptr<Kernel> make_cudnn_conv2d(bool find) {
-  return std::make_unique<CudnnConv2d>(find);
+  // .find searches the forward's algorithm only; its backward passes take the heuristics' choice.
+  return split_by_pass(std::make_unique<CudnnConv2d>(find), std::make_unique<CudnnConv2dBackward>());
 }
 
 }  // namespace lb::cuda

@@ -9,8 +9,9 @@ void register_cudnn(Registry& r) {
   using namespace cuda;
   r.add({.id = "conv2d.cudnn.default",
          .device = Device::gpu,
-         .idea = "cuDNN heuristics' algorithm; fused conv+bias+ReLU when asked",
-         .accumulation = "f32 (tf32/f16/bf16 tensor cores)"},
+         .idea = "cuDNN heuristics' algorithm; fused conv+bias+ReLU when asked; backward data, filter, bias",
+         .accumulation = "f32 (tf32/f16/bf16 tensor cores)",
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd_d, Pass::bwd_w, Pass::bwd}},
         [] { return make_cudnn_conv2d(false); });
   r.add({.id = "conv2d.cudnn.find",
          .device = Device::gpu,
