@@ -15,11 +15,23 @@
 // CUDNN_DEFAULT_MATH, f16 and bf16 (CUDNN_TENSOR_OP_MATH) with f32 math precision — bf16
 // only where this cuDNN's RNN descriptor accepts bf16 data with f32 math (asked once, on
 // the host, in supports(): cuDNN 9.19 does, and refuses bf16 math precision).
+//
+// Training passes (dir=fwd_train, bwd, train; f32 and tf32): the forward in
+// CUDNN_FWD_MODE_TRAINING fills a reserve space (saved_bytes()); the backward is
+// cudnnRNNBackwardData_v8 (dx, dh0, dc0; it writes the reserve space too), then
+// cudnnRNNBackwardWeights_v8 with CUDNN_WGRAD_MODE_SET into a gradient weight space, whose
+// matrices and biases are copied into our dW, dW_h and db (timed, as oneDNN's reorders).
+// bwd's training forward runs at the end of prepare() and again in rearm() (untimed),
+// since the backward uses its reserve space up; train's y stays in a buffer of its own
+// under relu=inplace, the backward reading the forward's y. f16 and bf16 are declined in
+// those passes: cuDNN keeps c and the bias, and so their gradients, in the data type, and
+// ours are f32. Never run on a GPU yet: written and compiled without one (2026-12-07).
 #include <memory>
 #include <vector>
 
 #include "cuda/cudnn/common.h"
 #include "cuda/cudnn/kernels.h"
+#include "cuda/elementwise.h"
 #include "cuda/gpu_kernel.h"
 #include "cuda/runtime.h"
 
@@ -62,6 +74,9 @@ class CudnnLstm final : public GpuKernel {
     if (std::string why = cudnn_dtype_reason(p); !why.empty()) return why;
     if (p.relu == Relu::fused) return "cuDNN's RNN API has no fused ReLU on its output";
     if (p.dt == DType::bf16 && !bf16_rnn_reason().empty()) return bf16_rnn_reason();
+    if (p.pass != Pass::fwd && p.dt != DType::f32 && p.dt != DType::tf32)
+      return "dt=" + std::string(name(p.dt)) + " in dir=" + std::string(name(p.pass)) +
+             ": cuDNN keeps c, the bias and their gradients in the data type, ours are f32";
     return gpu_unusable();
   }
 
@@ -103,22 +118,50 @@ class CudnnLstm final : public GpuKernel {
     fill_weights(p, ts);
     if (data != Storage::f32) cx_ = converted_copy(ts.at(Arg::src_iter_c), data);
 
+    mode_ = p.pass == Pass::fwd ? CUDNN_FWD_MODE_INFERENCE : CUDNN_FWD_MODE_TRAINING;
     size_t work = 0, reserve = 0;
-    LB_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(h, rnn_, CUDNN_FWD_MODE_INFERENCE, x_, &work, &reserve));
+    LB_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(h, rnn_, mode_, x_, &work, &reserve));
     workspace_ = DeviceBuffer(work);
-    extra_bytes_ = weights_.bytes() + dropout_states_.bytes() + seq_lengths_.bytes() + cx_.bytes();
-    details_ = "cuDNN RNN (standard algo), weight space " + std::to_string(weight_bytes_) + " B, workspace " +
-               std::to_string(work) + " B, " + cudnn_math_name(math);
+    reserve_ = DeviceBuffer(reserve);
+    // The forward's y where dst does not hold it: bwd (dst, if given, is an input) and
+    // train under relu=inplace (dst becomes max(y, 0)).
+    if (p.pass == Pass::bwd || (p.pass == Pass::train && p.relu == Relu::inplace))
+      y_own_ = DeviceBuffer(size_t(T) * N * H * size_of(data));
+    if (runs_backward(p.pass)) {
+      dweights_ = DeviceBuffer(weight_bytes_);
+      plan_gradient_copies(p);
+    }
+    extra_bytes_ = weights_.bytes() + dropout_states_.bytes() + seq_lengths_.bytes() + cx_.bytes() +
+                   reserve_.bytes() + y_own_.bytes() + dweights_.bytes();
+    details_ = "cuDNN RNN (standard algo, " +
+               std::string(mode_ == CUDNN_FWD_MODE_INFERENCE ? "inference" : "training") +
+               "), weight space " + std::to_string(weight_bytes_) + " B, workspace " + std::to_string(work) +
+               " B, reserve space " + std::to_string(reserve) + " B, " + cudnn_math_name(math);
+    if (p.pass == Pass::bwd) forward();  // what the backward reads, untimed
   }
 
   void run(TensorSet&) override {
-    const void* cx = cx_.get() ? cx_.get() : dev(Arg::src_iter_c);
-    LB_CUDNN_CHECK(cudnnRNNForward(cudnn_handle(), rnn_, CUDNN_FWD_MODE_INFERENCE, seq_lengths_.as<int32_t>(),
-                                   x_, dev(Arg::src), y_, dev(Arg::dst), state_, dev(Arg::src_iter), nullptr,
-                                   state_, cx, nullptr, weight_bytes_, weights_.get(), workspace_.bytes(),
-                                   workspace_.get(), 0, nullptr));
-    relu_pass();
+    if (runs_forward(problem_.pass)) {
+      forward();
+      if (y_own_.get())
+        relu(y_own_.get(), dev(Arg::dst),
+             int64_t(y_own_.bytes() / size_of(storage_of(problem_.dt, Arg::dst))),
+             storage_of(problem_.dt, Arg::dst));
+      else
+        relu_pass();
+    }
+    if (runs_backward(problem_.pass)) backward();
   }
+
+  // bwd: the backward used the forward's reserve space up; its forward again, untimed.
+  // Waited for, so that neither the device's nor the host's clock of the timed run sees it.
+  void rearm(TensorSet&) override {
+    if (problem_.pass != Pass::bwd) return;
+    forward();
+    LB_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  size_t saved_bytes() const override { return reserve_.bytes(); }
 
   void release() override {
     if (x_) cudnnDestroyRNNDataDescriptor(x_);
@@ -130,8 +173,9 @@ class CudnnLstm final : public GpuKernel {
     state_ = nullptr;
     rnn_ = nullptr;
     dropout_ = nullptr;
-    for (DeviceBuffer* b : {&weights_, &dropout_states_, &seq_lengths_, &cx_})
+    for (DeviceBuffer* b : {&weights_, &dropout_states_, &seq_lengths_, &cx_, &reserve_, &y_own_, &dweights_})
       *b = DeviceBuffer();
+    copies_.clear();
     GpuKernel::release();
   }
 
@@ -139,6 +183,70 @@ class CudnnLstm final : public GpuKernel {
   std::string details() const override { return details_; }
 
  private:
+  const void* cx() const { return cx_.get() ? cx_.get() : dev(Arg::src_iter_c); }
+  void* y() const { return y_own_.get() ? y_own_.get() : dev(Arg::dst); }
+
+  void forward() {
+    LB_CUDNN_CHECK(cudnnRNNForward(cudnn_handle(), rnn_, mode_, seq_lengths_.as<int32_t>(), x_, dev(Arg::src),
+                                   y_, y(), state_, dev(Arg::src_iter), nullptr, state_, cx(), nullptr,
+                                   weight_bytes_, weights_.get(), workspace_.bytes(), workspace_.get(),
+                                   reserve_.bytes(), reserve_.get()));
+  }
+
+  void backward() {
+    relu_backward_pass();  // diff_dst then holds dz
+    cudnnHandle_t h = cudnn_handle();
+    LB_CUDNN_CHECK(cudnnRNNBackwardData_v8(
+        h, rnn_, seq_lengths_.as<int32_t>(), y_, y(), dev(Arg::diff_dst), x_, dev(Arg::diff_src), state_,
+        dev(Arg::src_iter), nullptr, dev(Arg::diff_src_iter), state_, cx(), nullptr,
+        dev(Arg::diff_src_iter_c), weight_bytes_, weights_.get(), workspace_.bytes(), workspace_.get(),
+        reserve_.bytes(), reserve_.get()));
+    LB_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(h, rnn_, CUDNN_WGRAD_MODE_SET, seq_lengths_.as<int32_t>(), x_,
+                                              dev(Arg::src), state_, dev(Arg::src_iter), y_, y(),
+                                              weight_bytes_, dweights_.get(), workspace_.bytes(),
+                                              workspace_.get(), reserve_.bytes(), reserve_.get()));
+    for (const Copy& c : copies_)
+      LB_CUDA_CHECK(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDeviceToDevice, 0));
+  }
+
+  // Where each matrix and bias of the gradient weight space goes in our dW, dW_h and db:
+  // the inverse of fill_weights(), asked of cuDNN once.
+  void plan_gradient_copies(const Problem& p) {
+    const Lstm& s = p.lstm();
+    const int64_t H = s.hc, G = 4 * s.hc;
+    const size_t elem = size_of(storage_of(p.dt, Arg::diff_wei));
+    cudnnTensorDescriptor_t m = nullptr, b = nullptr;
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m));
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
+    int64_t wx_offset = 0;
+    copies_.clear();
+    for (int64_t l = 0; l < s.l; ++l) {
+      const int64_t width = l == 0 ? s.ic : s.hc;
+      for (int id = 0; id < 8; ++id) {
+        void* m_addr = nullptr;
+        void* b_addr = nullptr;
+        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, dweights_.get(),
+                                               id, m, &m_addr, b, &b_addr));
+        const int gate = id % 4;
+        const bool input = id < 4;
+        const int64_t count = H * (input ? width : H);
+        check_elements(m, count, l, id);
+        char* to = input ? static_cast<char*>(dev(Arg::diff_wei)) + (wx_offset + gate * H * width) * elem
+                         : static_cast<char*>(dev(Arg::diff_wei_iter)) + (l * G * H + gate * H * H) * elem;
+        copies_.push_back({m_addr, to, size_t(count) * elem});
+        if (b_addr && input) {  // SINGLE_INP_BIAS: the input linear layers carry the bias
+          check_elements(b, H, l, id);
+          copies_.push_back({b_addr,
+                             static_cast<char*>(dev(Arg::diff_bias)) + (l * G + gate * H) * sizeof(float),
+                             size_t(H) * sizeof(float)});
+        }
+      }
+      wx_offset += G * width;
+    }
+    cudnnDestroyTensorDescriptor(m);
+    cudnnDestroyTensorDescriptor(b);
+  }
+
   // Copies our weights and biases (already on the device) into cuDNN's weight space.
   void fill_weights(const Problem& p, const TensorSet& ts) {
     const Lstm& s = p.lstm();
@@ -195,7 +303,15 @@ class CudnnLstm final : public GpuKernel {
                   " holds " + std::to_string(count) + " values, expected " + std::to_string(expected));
   }
 
+  struct Copy {
+    const void* from;
+    void* to;
+    size_t bytes;
+  };
   cudnnRNNDescriptor_t rnn_ = nullptr;
+  cudnnForwardMode_t mode_ = CUDNN_FWD_MODE_INFERENCE;
+  std::vector<Copy> copies_;  // the gradient weight space into dW, dW_h, db (backward passes)
+  DeviceBuffer reserve_, y_own_, dweights_;
   cudnnDropoutDescriptor_t dropout_ = nullptr;
   cudnnRNNDataDescriptor_t x_ = nullptr, y_ = nullptr;
   cudnnTensorDescriptor_t state_ = nullptr;

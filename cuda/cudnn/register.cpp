@@ -22,8 +22,10 @@ void register_cudnn(Registry& r) {
         [] { return make_cudnn_conv2d(true); });
   r.add({.id = "lstm.cudnn.default",
          .device = Device::gpu,
-         .idea = "cuDNN RNN forward (inference), our weights copied into its weight space",
-         .accumulation = "f32 (tf32/f16/bf16 tensor cores)"},
+         .idea = "cuDNN RNN forward (inference), our weights copied into its weight space; training: "
+                 "reserve space, BackwardData_v8 and BackwardWeights_v8",
+         .accumulation = "f32 (tf32/f16/bf16 tensor cores)",
+         .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_cudnn_lstm(); });
 }
 

@@ -62,7 +62,8 @@ TEST(GpuBackends, TrainingPasses) {
       if (pass == Pass::fwd) continue;
       for (const char* line : {"dense mb=5 ic=33 oc=17", "dense mb=64 ic=256 oc=128 relu=separate",
                                "dense mb=3 ic=1023 oc=7 relu=inplace",
-                               "conv2d mb=2 ic=4 ih=9 iw=9 oc=6 kh=3 kw=3 ph=1 relu=inplace"})
+                               "conv2d mb=2 ic=4 ih=9 iw=9 oc=6 kh=3 kw=3 ph=1 relu=inplace",
+                               "lstm mb=3 t=4 ic=8 hc=8 l=2 relu=inplace", "lstm mb=2 t=5 ic=6 hc=16"})
         for (DType dt : {DType::f32, DType::tf32, DType::f16, DType::bf16}) {
           Problem p = parse_problem(line);
           if (k->op_name() != name(p.op())) continue;
