@@ -29,8 +29,9 @@
 // the workspace limit. The ReLU in front is our own element-wise kernel
 // (GpuKernel::relu_backward_pass); relu=fused is declined (cuDNN's backward calls apply no
 // mask). dx in every dtype the forward has; dW and db in f32 and tf32 only: our db is f32,
-// cudnnConvolutionBackwardBias writes it in dy's type. Never run on a GPU yet: written and
-// compiled without one (2026-12-07).
+// and whether cudnnConvolutionBackwardBias writes an f32 db from an f16 / bf16 dy is not
+// known here (no GPU to ask), so those are declined until a GPU run says. Never run on a
+// GPU yet: written and compiled without one (2026-12-07).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -68,6 +69,42 @@ const char* algo_name(cudnnConvolutionFwdAlgo_t a) {
   }
 }
 
+// The descriptors of a problem's x, W, y and the convolution itself, in `type` and `math`:
+// what the forward and the backward passes both describe.
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+
+  void make(const Problem& p, cudnnDataType_t type, cudnnMathType_t math) {
+    const Conv2d& c = p.conv();
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    LB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    LB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    LB_CUDNN_CHECK(
+        cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
+    LB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g),
+                                              int(c.kh), int(c.kw)));
+    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(c.ph), int(c.pw), int(c.sh), int(c.sw),
+                                                   int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+    LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, int(c.g)));
+    LB_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math));
+    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.oc), int(c.oh()),
+                                              int(c.ow())));
+  }
+  void destroy() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    x = y = nullptr;
+    w = nullptr;
+    conv = nullptr;
+  }
+};
+
 class CudnnConv2d final : public GpuKernel {
  public:
   explicit CudnnConv2d(bool find) : find_(find) {}
@@ -82,24 +119,10 @@ class CudnnConv2d final : public GpuKernel {
     upload(p, ts);
     const Conv2d& c = p.conv();
     const cudnnDataType_t type = cudnn_type(storage_of(p.dt, Arg::dst));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_));
-    LB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
-    LB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
-    LB_CUDNN_CHECK(cudnnCreateActivationDescriptor(&act_));
-    LB_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
-    LB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g),
-                                              int(c.kh), int(c.kw)));
-    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(c.ph), int(c.pw), int(c.sh), int(c.sw),
-                                                   int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
-                                                   CUDNN_DATA_FLOAT));
-    LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(c.g)));
     const cudnnMathType_t math = cudnn_math(p.dt);
-    LB_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
-    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.oc), int(c.oh()),
-                                              int(c.ow())));
+    d_.make(p, type, math);
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_));
+    LB_CUDNN_CHECK(cudnnCreateActivationDescriptor(&act_));
     LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_, CUDNN_TENSOR_NCHW, type, 1, int(c.oc), 1, 1));
     LB_CUDNN_CHECK(cudnnSetActivationDescriptor(act_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     if (type != CUDNN_DATA_FLOAT) {
@@ -109,7 +132,8 @@ class CudnnConv2d final : public GpuKernel {
 
     const std::string chosen_by = find_ ? choose_by_search(p) : choose_by_heuristics(p);
     size_t ws = 0;
-    LB_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(cudnn_handle(), x_, w_, conv_, y_, algo_, &ws));
+    LB_CUDNN_CHECK(
+        cudnnGetConvolutionForwardWorkspaceSize(cudnn_handle(), d_.x, d_.w, d_.conv, d_.y, algo_, &ws));
     workspace_ = DeviceBuffer(ws);
     details_ = chosen_by + ": " + algo_name(algo_) + ", workspace " + std::to_string(ws) + " B, " +
                cudnn_math_name(math);
@@ -139,25 +163,21 @@ class CudnnConv2d final : public GpuKernel {
     }
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = cudnn_handle();
-    LB_CUDNN_CHECK(cudnnConvolutionForward(h, &one, x_, dev(Arg::src), w_, dev(Arg::wei), conv_, algo_,
-                                           workspace_.get(), workspace_.bytes(), &zero, y_, dev(Arg::dst)));
-    LB_CUDNN_CHECK(cudnnAddTensor(h, &one, b_, bias(), &one, y_, dev(Arg::dst)));
+    LB_CUDNN_CHECK(cudnnConvolutionForward(h, &one, d_.x, dev(Arg::src), d_.w, dev(Arg::wei), d_.conv, algo_,
+                                           workspace_.get(), workspace_.bytes(), &zero, d_.y, dev(Arg::dst)));
+    LB_CUDNN_CHECK(cudnnAddTensor(h, &one, b_, bias(), &one, d_.y, dev(Arg::dst)));
     if (problem_.relu == Relu::inplace || problem_.relu == Relu::fused)  // fused: cuDNN had no fused kernel
-      LB_CUDNN_CHECK(cudnnActivationForward(h, act_, &one, y_, dev(Arg::dst), &zero, y_, dev(Arg::dst)));
+      LB_CUDNN_CHECK(cudnnActivationForward(h, act_, &one, d_.y, dev(Arg::dst), &zero, d_.y, dev(Arg::dst)));
     if (problem_.relu == Relu::separate)
-      LB_CUDNN_CHECK(cudnnActivationForward(h, act_, &one, y_, dev(Arg::dst), &zero, y_, dev(Arg::relu_dst)));
+      LB_CUDNN_CHECK(
+          cudnnActivationForward(h, act_, &one, d_.y, dev(Arg::dst), &zero, d_.y, dev(Arg::relu_dst)));
   }
 
   void release() override {
-    if (x_) cudnnDestroyTensorDescriptor(x_);
-    if (y_) cudnnDestroyTensorDescriptor(y_);
+    d_.destroy();
     if (b_) cudnnDestroyTensorDescriptor(b_);
-    if (w_) cudnnDestroyFilterDescriptor(w_);
-    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
     if (act_) cudnnDestroyActivationDescriptor(act_);
-    x_ = y_ = b_ = nullptr;
-    w_ = nullptr;
-    conv_ = nullptr;
+    b_ = nullptr;
     act_ = nullptr;
     bias_ = DeviceBuffer();
     GpuKernel::release();
@@ -174,9 +194,9 @@ class CudnnConv2d final : public GpuKernel {
 
   cudnnStatus_t fused_call() {
     const float one = 1.0f, zero = 0.0f;
-    return cudnnConvolutionBiasActivationForward(cudnn_handle(), &one, x_, dev(Arg::src), w_, dev(Arg::wei),
-                                                 conv_, algo_, workspace_.get(), workspace_.bytes(), &zero,
-                                                 y_, dev(Arg::dst), b_, bias(), act_, y_, dev(Arg::dst));
+    return cudnnConvolutionBiasActivationForward(
+        cudnn_handle(), &one, d_.x, dev(Arg::src), d_.w, dev(Arg::wei), d_.conv, algo_, workspace_.get(),
+        workspace_.bytes(), &zero, d_.y, dev(Arg::dst), b_, bias(), act_, d_.y, dev(Arg::dst));
   }
 
   // Whether the fused call may take an algorithm: its ReLU is documented for
@@ -189,7 +209,7 @@ class CudnnConv2d final : public GpuKernel {
   std::string choose_by_heuristics(const Problem& p) {
     int returned = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    LB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_handle(), x_, w_, conv_, y_,
+    LB_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_handle(), d_.x, d_.w, d_.conv, d_.y,
                                                           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
     for (int i = 0; i < returned; ++i)
       if (usable(p, perf[i].algo, perf[i].status, perf[i].memory)) {
@@ -209,7 +229,7 @@ class CudnnConv2d final : public GpuKernel {
     int returned = 0;
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     LB_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        cudnn_handle(), x_, dev(Arg::src), w_, dev(Arg::wei), conv_, y_, dev(Arg::dst),
+        cudnn_handle(), d_.x, dev(Arg::src), d_.w, dev(Arg::wei), d_.conv, d_.y, dev(Arg::dst),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, search_space.get(), search_space.bytes()));
     for (int i = 0; i < returned; ++i)  // sorted fastest first
       if (usable(p, perf[i].algo, perf[i].status, perf[i].memory)) {
@@ -227,9 +247,8 @@ class CudnnConv2d final : public GpuKernel {
 
   bool find_;
   bool fused_ = false;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
-  cudnnFilterDescriptor_t w_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  ConvDescriptors d_;
+  cudnnTensorDescriptor_t b_ = nullptr;
   cudnnActivationDescriptor_t act_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   DeviceBuffer bias_;
@@ -246,7 +265,8 @@ class CudnnConv2dBackward final : public GpuKernel {
              "kernel)";
     if (computes_weight_grads(p.pass) && p.dt != DType::f32 && p.dt != DType::tf32)
       return "dt=" + std::string(name(p.dt)) + " in dir=" + std::string(name(p.pass)) +
-             ": cudnnConvolutionBackwardBias writes db in dy's type, ours is f32 (dx alone: dir=bwd_d)";
+             ": our db is f32, and an f32 db from cudnnConvolutionBackwardBias on a narrower dy is untried "
+             "(dx alone: dir=bwd_d)";
     return gpu_unusable();
   }
 
@@ -255,23 +275,9 @@ class CudnnConv2dBackward final : public GpuKernel {
     upload(p, ts);
     const Conv2d& c = p.conv();
     const cudnnDataType_t type = cudnn_type(storage_of(p.dt, Arg::diff_dst));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x_));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y_));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_));
-    LB_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w_));
-    LB_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv_));
-    LB_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(x_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.ic), int(c.ih), int(c.iw)));
-    LB_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_, type, CUDNN_TENSOR_NCHW, int(c.oc), int(c.ic / c.g),
-                                              int(c.kh), int(c.kw)));
-    LB_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_, int(c.ph), int(c.pw), int(c.sh), int(c.sw),
-                                                   int(c.dh), int(c.dw), CUDNN_CROSS_CORRELATION,
-                                                   CUDNN_DATA_FLOAT));
-    LB_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv_, int(c.g)));
     const cudnnMathType_t math = cudnn_math(p.dt);
-    LB_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_, math));
-    LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_, CUDNN_TENSOR_NCHW, type, int(c.mb), int(c.oc), int(c.oh()),
-                                              int(c.ow())));
+    d_.make(p, type, math);
+    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_));
     LB_CUDNN_CHECK(cudnnSetTensor4dDescriptor(b_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, int(c.oc), 1, 1));
     cudnnHandle_t h = cudnn_handle();
     size_t ws = 0;
@@ -282,12 +288,13 @@ class CudnnConv2dBackward final : public GpuKernel {
       int returned = 0;
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       LB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          h, w_, y_, conv_, x_, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
+          h, d_.w, d_.y, d_.conv, d_.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf));
       const int i = first_usable(perf, returned);
       if (i < 0) throw Error("cudnn: no backward-data algorithm for " + print(p));
       data_algo_ = perf[i].algo;
       size_t bytes = 0;
-      LB_CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(h, w_, y_, conv_, x_, data_algo_, &bytes));
+      LB_CUDNN_CHECK(
+          cudnnGetConvolutionBackwardDataWorkspaceSize(h, d_.w, d_.y, d_.conv, d_.x, data_algo_, &bytes));
       ws = std::max(ws, bytes);
       details_ += "backward data: heuristics' choice " + std::to_string(i + 1) + " of " +
                   std::to_string(returned) + " (algo " + std::to_string(int(data_algo_)) + ")";
@@ -296,13 +303,13 @@ class CudnnConv2dBackward final : public GpuKernel {
       int returned = 0;
       cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
       LB_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          h, x_, y_, conv_, w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
+          h, d_.x, d_.y, d_.conv, d_.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, perf));
       const int i = first_usable(perf, returned);
       if (i < 0) throw Error("cudnn: no backward-filter algorithm for " + print(p));
       filter_algo_ = perf[i].algo;
       size_t bytes = 0;
       LB_CUDNN_CHECK(
-          cudnnGetConvolutionBackwardFilterWorkspaceSize(h, x_, y_, conv_, w_, filter_algo_, &bytes));
+          cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d_.x, d_.y, d_.conv, d_.w, filter_algo_, &bytes));
       ws = std::max(ws, bytes);
       details_ += std::string(details_.empty() ? "" : "; ") + "backward filter: heuristics' choice " +
                   std::to_string(i + 1) + " of " + std::to_string(returned) + " (algo " +
@@ -317,27 +324,22 @@ class CudnnConv2dBackward final : public GpuKernel {
     const float one = 1.0f, zero = 0.0f;
     cudnnHandle_t h = cudnn_handle();
     if (data_)
-      LB_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, w_, dev(Arg::wei), y_, dev(Arg::diff_dst), conv_,
-                                                  data_algo_, workspace_.get(), workspace_.bytes(), &zero, x_,
-                                                  dev(Arg::diff_src)));
+      LB_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, d_.w, dev(Arg::wei), d_.y, dev(Arg::diff_dst),
+                                                  d_.conv, data_algo_, workspace_.get(), workspace_.bytes(),
+                                                  &zero, d_.x, dev(Arg::diff_src)));
     if (weights_) {
-      LB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, x_, dev(Arg::src), y_, dev(Arg::diff_dst), conv_,
-                                                    filter_algo_, workspace_.get(), workspace_.bytes(), &zero,
-                                                    w_, dev(Arg::diff_wei)));
+      LB_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, d_.x, dev(Arg::src), d_.y, dev(Arg::diff_dst),
+                                                    d_.conv, filter_algo_, workspace_.get(),
+                                                    workspace_.bytes(), &zero, d_.w, dev(Arg::diff_wei)));
       LB_CUDNN_CHECK(
-          cudnnConvolutionBackwardBias(h, &one, y_, dev(Arg::diff_dst), &zero, b_, dev(Arg::diff_bias)));
+          cudnnConvolutionBackwardBias(h, &one, d_.y, dev(Arg::diff_dst), &zero, b_, dev(Arg::diff_bias)));
     }
   }
 
   void release() override {
-    if (x_) cudnnDestroyTensorDescriptor(x_);
-    if (y_) cudnnDestroyTensorDescriptor(y_);
+    d_.destroy();
     if (b_) cudnnDestroyTensorDescriptor(b_);
-    if (w_) cudnnDestroyFilterDescriptor(w_);
-    if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
-    x_ = y_ = b_ = nullptr;
-    w_ = nullptr;
-    conv_ = nullptr;
+    b_ = nullptr;
     GpuKernel::release();
   }
 
@@ -354,9 +356,8 @@ class CudnnConv2dBackward final : public GpuKernel {
   }
 
   bool data_ = false, weights_ = false;
-  cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
-  cudnnFilterDescriptor_t w_ = nullptr;
-  cudnnConvolutionDescriptor_t conv_ = nullptr;
+  ConvDescriptors d_;
+  cudnnTensorDescriptor_t b_ = nullptr;
   cudnnConvolutionBwdDataAlgo_t data_algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   cudnnConvolutionBwdFilterAlgo_t filter_algo_ = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
   std::string details_;

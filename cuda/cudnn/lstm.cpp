@@ -209,85 +209,78 @@ class CudnnLstm final : public GpuKernel {
       LB_CUDA_CHECK(cudaMemcpyAsync(c.to, c.from, c.bytes, cudaMemcpyDeviceToDevice, 0));
   }
 
-  // Where each matrix and bias of the gradient weight space goes in our dW, dW_h and db:
-  // the inverse of fill_weights(), asked of cuDNN once.
-  void plan_gradient_copies(const Problem& p) {
-    const Lstm& s = p.lstm();
-    const int64_t H = s.hc, G = 4 * s.hc;
-    const size_t elem = size_of(storage_of(p.dt, Arg::diff_wei));
-    cudnnTensorDescriptor_t m = nullptr, b = nullptr;
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m));
-    LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
-    int64_t wx_offset = 0;
-    copies_.clear();
-    for (int64_t l = 0; l < s.l; ++l) {
-      const int64_t width = l == 0 ? s.ic : s.hc;
-      for (int id = 0; id < 8; ++id) {
-        void* m_addr = nullptr;
-        void* b_addr = nullptr;
-        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, dweights_.get(),
-                                               id, m, &m_addr, b, &b_addr));
-        const int gate = id % 4;
-        const bool input = id < 4;
-        const int64_t count = H * (input ? width : H);
-        check_elements(m, count, l, id);
-        char* to = input ? static_cast<char*>(dev(Arg::diff_wei)) + (wx_offset + gate * H * width) * elem
-                         : static_cast<char*>(dev(Arg::diff_wei_iter)) + (l * G * H + gate * H * H) * elem;
-        copies_.push_back({m_addr, to, size_t(count) * elem});
-        if (b_addr && input) {  // SINGLE_INP_BIAS: the input linear layers carry the bias
-          check_elements(b, H, l, id);
-          copies_.push_back({b_addr,
-                             static_cast<char*>(dev(Arg::diff_bias)) + (l * G + gate * H) * sizeof(float),
-                             size_t(H) * sizeof(float)});
-        }
-      }
-      wx_offset += G * width;
-    }
-    cudnnDestroyTensorDescriptor(m);
-    cudnnDestroyTensorDescriptor(b);
-  }
+  // One linear layer of a weight space laid out as rnn_'s (weights_ or dweights_), and where
+  // its matrix sits in ours: layer l's cuDNN linear layers 0..3 are the input weights of
+  // gates i, f, g, o (H×I_l, in our stacked wei, gate after gate), 4..7 the recurrent ones
+  // (H×H, in wei_iter); under SINGLE_INP_BIAS only the input ones carry a bias, gate g of
+  // layer l at our bias's l·4H + g·H (cuDNN may hand the recurrent ones a bias to zero).
+  struct LinearLayer {
+    void* matrix;
+    void* bias;
+    bool input;            // W_x (our wei) rather than W_h (our wei_iter)
+    int64_t at, elements;  // the matrix's first element in ours, and its elements
+    int64_t bias_at;       // the bias's first element in ours (input layers)
+  };
 
-  // Copies our weights and biases (already on the device) into cuDNN's weight space.
-  void fill_weights(const Problem& p, const TensorSet& ts) {
+  std::vector<LinearLayer> linear_layers(const Problem& p, void* space) const {
     const Lstm& s = p.lstm();
     const int64_t H = s.hc, G = 4 * s.hc;
-    const Storage data = storage_of(p.dt, Arg::wei);
-    const size_t elem = size_of(data);
-    // Our bias is f32; cuDNN's is of the data type.
-    const DeviceBuffer bias = converted_copy(ts.at(Arg::bias), data);
     cudnnTensorDescriptor_t m = nullptr, b = nullptr;
     LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m));
     LB_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b));
+    std::vector<LinearLayer> out;
     int64_t wx_offset = 0;  // elements into our stacked input weights
     for (int64_t l = 0; l < s.l; ++l) {
       const int64_t width = l == 0 ? s.ic : s.hc;
       for (int id = 0; id < 8; ++id) {
-        void* m_addr = nullptr;
-        void* b_addr = nullptr;
-        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, weights_.get(),
-                                               id, m, &m_addr, b, &b_addr));
+        LinearLayer ll{};
+        LB_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn_handle(), rnn_, int(l), weight_bytes_, space, id, m,
+                                               &ll.matrix, b, &ll.bias));
         const int gate = id % 4;
-        const bool input = id < 4;
-        const int64_t count = H * (input ? width : H);
-        check_elements(m, count, l, id);
-        const char* src =
-            input ? static_cast<const char*>(dev(Arg::wei)) + (wx_offset + gate * H * width) * elem
-                  : static_cast<const char*>(dev(Arg::wei_iter)) + (l * G * H + gate * H * H) * elem;
-        LB_CUDA_CHECK(cudaMemcpy(m_addr, src, count * elem, cudaMemcpyDeviceToDevice));
-        if (b_addr) {  // only the input linear layers carry a bias in SINGLE_INP_BIAS mode
-          if (input) {
-            check_elements(b, H, l, id);
-            LB_CUDA_CHECK(cudaMemcpy(b_addr, bias.as<char>() + (l * G + gate * H) * elem, H * elem,
-                                     cudaMemcpyDeviceToDevice));
-          } else {
-            LB_CUDA_CHECK(cudaMemset(b_addr, 0, H * elem));
-          }
-        }
+        ll.input = id < 4;
+        ll.elements = H * (ll.input ? width : H);
+        ll.at = ll.input ? wx_offset + gate * H * width : l * G * H + gate * H * H;
+        ll.bias_at = l * G + gate * H;
+        check_elements(m, ll.elements, l, id);
+        if (ll.bias && ll.input) check_elements(b, H, l, id);
+        out.push_back(ll);
       }
       wx_offset += G * width;
     }
     cudnnDestroyTensorDescriptor(m);
     cudnnDestroyTensorDescriptor(b);
+    return out;
+  }
+
+  // Where each matrix and bias of the gradient weight space goes in our dW, dW_h and db.
+  void plan_gradient_copies(const Problem& p) {
+    const size_t elem = size_of(storage_of(p.dt, Arg::diff_wei)), H = size_t(p.lstm().hc);
+    copies_.clear();
+    for (const LinearLayer& ll : linear_layers(p, dweights_.get())) {
+      char* to = static_cast<char*>(dev(ll.input ? Arg::diff_wei : Arg::diff_wei_iter)) + ll.at * elem;
+      copies_.push_back({ll.matrix, to, size_t(ll.elements) * elem});
+      if (ll.bias && ll.input)  // our db is f32, as cuDNN's in the f32 and tf32 it trains here
+        copies_.push_back({ll.bias, static_cast<char*>(dev(Arg::diff_bias)) + ll.bias_at * sizeof(float),
+                           H * sizeof(float)});
+    }
+  }
+
+  // Copies our weights and biases (already on the device) into cuDNN's weight space.
+  void fill_weights(const Problem& p, const TensorSet& ts) {
+    const Storage data = storage_of(p.dt, Arg::wei);
+    const size_t elem = size_of(data), H = size_t(p.lstm().hc);
+    // Our bias is f32; cuDNN's is of the data type.
+    const DeviceBuffer bias = converted_copy(ts.at(Arg::bias), data);
+    for (const LinearLayer& ll : linear_layers(p, weights_.get())) {
+      const char* from = static_cast<const char*>(dev(ll.input ? Arg::wei : Arg::wei_iter)) + ll.at * elem;
+      LB_CUDA_CHECK(cudaMemcpy(ll.matrix, from, size_t(ll.elements) * elem, cudaMemcpyDeviceToDevice));
+      if (!ll.bias) continue;
+      if (ll.input)
+        LB_CUDA_CHECK(
+            cudaMemcpy(ll.bias, bias.as<char>() + ll.bias_at * elem, H * elem, cudaMemcpyDeviceToDevice));
+      else
+        LB_CUDA_CHECK(cudaMemset(ll.bias, 0, H * elem));
+    }
   }
 
   // cuDNN describes each matrix it hands out; it must hold what we are about to copy.

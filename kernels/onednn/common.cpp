@@ -262,15 +262,18 @@ void Plan::prepared(TensorSet& ts) {
 
 void Plan::rearm(TensorSet& ts) {
   if (zeroed_.empty()) return;
-  for (const Binding& b : bindings_)
-    LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
+  point_at(ts);
   for (const dnnl::memory& m : zeroed_)
     std::memset(m.get_data_handle(), 0, m.get_desc().get_size());
 }
 
-void Plan::execute(TensorSet& ts, Stage stage) {
+void Plan::point_at(TensorSet& ts) {
   for (const Binding& b : bindings_)
     LB_DNNL(dnnl_memory_set_data_handle(b.mem.get(), static_cast<char*>(ts.at(b.arg).data()) + b.offset));
+}
+
+void Plan::execute(TensorSet& ts, Stage stage) {
+  point_at(ts);
   for (const Step& s : steps_)
     if (s.stage == stage)
       LB_DNNL(dnnl_primitive_execute(s.prim.get(), stream_.get(), int(s.args.size()), s.args.data()));

@@ -188,6 +188,7 @@ class Plan {
     dnnl::memory mem;
     size_t offset;
   };
+  void point_at(TensorSet& ts);  // the bound memories at ts's tensors
   void execute(TensorSet& ts, Stage stage);
 
   dnnl::stream stream_;
