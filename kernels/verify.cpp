@@ -48,13 +48,22 @@ Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias
   // The factor 10 covers the tail over many elements and orders of summation.
   const double u_in = p.dt == DType::tf32 ? 0x1p-11 : 0.0;
   const double u_acc = p.dt == DType::f8 ? 0x1p-13 : 0x1p-24;
+  //  - an LSTM's backward in f16 or bf16 multiplies the gradients it computes (the gates',
+  //    through the steps) as operands of that dtype in its GEMMs (oneDNN's does): each
+  //    rounded once more, a unit of the dtype per unit of the reference's bound, which
+  //    carries each value's own rounding through the steps as it carries the arithmetic's.
+  //    Each term's own rounding, summed without the random walk's √: a bound already, so
+  //    not multiplied by the tail's factor below.
+  const bool narrow_lstm_gradient =
+      p.op() == Op::lstm && is_diff(arg) && (p.dt == DType::bf16 || p.dt == DType::f16);
+  const double u_operand = narrow_lstm_gradient ? unit_roundoff(storage_of(p.dt, Arg::src)) : 0.0;
   // The LSTM's length counts its steps and layers, which carry errors on; its reference
   // carries them itself (kernels/ref/lstm.cpp), so here it is one gate's dot product.
   const int64_t length = accumulation_length(p, arg);
   const bool lstm_output = p.op() == Op::lstm && (arg == Arg::dst || arg == Arg::relu_dst);
   const double k = lstm_output ? double(length / (p.lstm().t * p.lstm().l)) : double(length);
   Allowance a;
-  a.per_magnitude = 10.0 * (2.0 * u_in + u_acc * std::sqrt(k));
+  a.per_magnitude = 10.0 * (2.0 * u_in + u_acc * std::sqrt(k)) + u_operand;
   // A sum rounded to the output's storage before the bias is added: |fl(s) - s| <= u·|s|,
   // s = y - b (compare_values() gets |s| per element).
   if (rounds_before_bias) a.per_sum = unit_roundoff(out.storage());

@@ -51,6 +51,12 @@
 // Bounds as in the forward: each elementwise value carries δ, first order in the errors of
 // its operands (the forward's δ of the gates and c included) plus its own rounding; a dot
 // product's δ is Σ|terms| + sqrt(Σ carried²); stored() is |value|, rounded once.
+//
+// Loop order (the values are the same, each sum in the order written above): a step's
+// samples side by side, so that the weights are read once per step; the dot products with
+// their k (forward: of the transposed weights) innermost, vectorised; the parameter
+// gradients after a layer's steps, a few rows at a time. 5x faster than per sample (a
+// 1024-unit, 16-sample, 25-step backward checked against itself: 61 -> 12 s, Zen 5 VM).
 #include <cmath>
 
 #include "kernels/ref/common.h"
@@ -99,10 +105,10 @@ class RefLstm final : public Oracle {
       ddhn_.resize(N * H);
       dcn_.resize(N * H);
       ddcn_.resize(N * H);
-      da_.resize(4 * H);
-      dda_.resize(4 * H);
-      next_.resize(H);
-      dnext_.resize(H);
+      daq_.resize(T * N * 4 * H);
+      ddaq_.resize(daq_.size());
+      mag_k_.resize(N * std::max(s_.ic, H));
+      car_k_.resize(mag_k_.size());
       wx_sq_.resize(expected_[int(Arg::diff_wei)].value.size());
       wh_sq_.resize(expected_[int(Arg::diff_wei_iter)].value.size());
       b_sq_.resize(expected_[int(Arg::diff_bias)].value.size());
@@ -117,8 +123,13 @@ class RefLstm final : public Oracle {
     dc_.resize(c_.size());
     seq_.resize(s_.t * s_.mb * std::max(s_.ic, s_.hc));
     dseq_.resize(seq_.size());
-    gates_.resize(4 * s_.hc);
+    gates_.resize(s_.mb * 4 * s_.hc);  // one step's, every sample's
     dgates_.resize(gates_.size());
+    mag_.resize(gates_.size());
+    car_arith_.resize(gates_.size());
+    car_stored_.resize(gates_.size());
+    wxt_.resize(wx_.size());
+    wht_.resize(wh_.size());
     y_.resize(T * N * H);  // the last layer's h, also where a backward pass has no dst
     magnitude_.resize(y_.size());
     stored_.resize(y_.size());
@@ -139,44 +150,44 @@ class RefLstm final : public Oracle {
     load_all(ts.at(Arg::src_iter), h_);
     load_all(ts.at(Arg::src_iter_c), c_);
     const int64_t T = s_.t, N = s_.mb, H = s_.hc, G = 4 * s_.hc;
+    for (int64_t l = 0, at = 0; l < s_.l; ++l) {  // W_x[l] (4H×width) as width×4H, W_h[l] as H×4H
+      const int64_t width = l == 0 ? s_.ic : H;
+      transpose(&wx_[at], G, width, &wxt_[at]);
+      transpose(&wh_[l * G * H], G, H, &wht_[l * G * H]);
+      at += G * width;
+    }
     std::copy(x_.begin(), x_.end(), seq_.begin());   // layer input sequence, T×N×width
     std::fill(dseq_.begin(), dseq_.end(), Bound{});  // the given input is exact
     std::fill(dh_.begin(), dh_.end(), Bound{});      // so are the initial states
     std::fill(dc_.begin(), dc_.end(), Bound{});
-    int64_t width = s_.ic;
-    const double* wx = wx_.data();
+    int64_t width = s_.ic, wxt_at = 0;
     for (int64_t l = 0; l < s_.l; ++l) {
-      const double* wh = &wh_[l * G * H];  // 4H×H
       const double* b = &b_[l * G];
       double* h = &h_[l * N * H];  // N×H, h_{t-1} then h_t
       double* c = &c_[l * N * H];
       Bound* dh = &dh_[l * N * H];  // their error bounds
       Bound* dc = &dc_[l * N * H];
-      for (int64_t t = 0; t < T; ++t)
+      for (int64_t t = 0; t < T; ++t) {
+        // a = b + W_x·x_t + W_h·h_{t-1} for every sample, its magnitude and the sums of squares
+        // of the carried errors, each gate's sum in the order of k (add_products).
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t j = 0; j < G; ++j) {
+            gates_[n * G + j] = b[j];
+            mag_[n * G + j] = std::fabs(b[j]);
+            car_arith_[n * G + j] = car_stored_[n * G + j] = 0.0;
+          }
+        add_products(&wxt_[wxt_at], width, &seq_[t * N * width], &dseq_[t * N * width]);
+        add_products(&wht_[l * H * G], H, h, dh);
+        for (int64_t j = 0; j < N * G; ++j)
+          dgates_[j] = {mag_[j] + std::sqrt(car_arith_[j]), std::sqrt(car_stored_[j])};
         for (int64_t n = 0; n < N; ++n) {
-          const double* xt = &seq_[(t * N + n) * width];
-          const Bound* dxt = &dseq_[(t * N + n) * width];
           double* hn = &h[n * H];
           Bound* dhn = &dh[n * H];
-          for (int64_t j = 0; j < G; ++j) {
-            double acc = b[j], magnitude = std::fabs(b[j]);
-            Bound carried;  // sums of squares
-            auto add = [&](double w, double v, const Bound& dv) {
-              acc += w * v;
-              magnitude += std::fabs(w * v);
-              carried.arith += (w * dv.arith) * (w * dv.arith);
-              carried.stored += (w * dv.stored) * (w * dv.stored);
-            };
-            for (int64_t k = 0; k < width; ++k)
-              add(wx[j * width + k], xt[k], dxt[k]);
-            for (int64_t k = 0; k < H; ++k)
-              add(wh[j * H + k], hn[k], dhn[k]);
-            gates_[j] = acc;
-            dgates_[j] = {magnitude + std::sqrt(carried.arith), std::sqrt(carried.stored)};
-          }
+          const double* gates = &gates_[n * G];
+          const Bound* dgates = &dgates_[n * G];
           for (int64_t j = 0; j < H; ++j) {
-            const double i = sigmoid(gates_[j]), f = sigmoid(gates_[H + j]);
-            const double g = std::tanh(gates_[2 * H + j]), o = sigmoid(gates_[3 * H + j]);
+            const double i = sigmoid(gates[j]), f = sigmoid(gates[H + j]);
+            const double g = std::tanh(gates[2 * H + j]), o = sigmoid(gates[3 * H + j]);
             const double c_prev = c[n * H + j];
             c[n * H + j] = f * c_prev + i * g;
             const double tc = std::tanh(c[n * H + j]);
@@ -184,9 +195,9 @@ class RefLstm final : public Oracle {
             // own = 1: the arithmetic bound, which adds this cell's own roundings; 0: the
             // storage bound, which only carries what comes in (header).
             auto cell = [&](double Bound::*kind, double own) {
-              const double di = dgates_[j].*kind / 4 + own * i, df = dgates_[H + j].*kind / 4 + own * f;
-              const double dg = dgates_[2 * H + j].*kind + own * std::fabs(g);
-              const double d_o = dgates_[3 * H + j].*kind / 4 + own * o;
+              const double di = dgates[j].*kind / 4 + own * i, df = dgates[H + j].*kind / 4 + own * f;
+              const double dg = dgates[2 * H + j].*kind + own * std::fabs(g);
+              const double d_o = dgates[3 * H + j].*kind / 4 + own * o;
               double& dcj = dc[n * H + j].*kind;
               dcj = f * dcj + std::fabs(c_prev) * df + std::fabs(g) * di + i * dg +
                     own * (std::fabs(f * c_prev) + std::fabs(i * g));
@@ -197,9 +208,9 @@ class RefLstm final : public Oracle {
             if (record_) {
               const int64_t q = (l * T + t) * N + n;
               const double acts[4] = {i, f, g, o};
-              const double bounds[4] = {dgates_[j].arith / 4 + i, dgates_[H + j].arith / 4 + f,
-                                        dgates_[2 * H + j].arith + std::fabs(g),
-                                        dgates_[3 * H + j].arith / 4 + o};
+              const double bounds[4] = {dgates[j].arith / 4 + i, dgates[H + j].arith / 4 + f,
+                                        dgates[2 * H + j].arith + std::fabs(g),
+                                        dgates[3 * H + j].arith / 4 + o};
               for (int gate = 0; gate < 4; ++gate) {
                 act_[q * G + gate * H + j] = acts[gate];
                 dact_[q * G + gate * H + j] = bounds[gate];
@@ -216,13 +227,104 @@ class RefLstm final : public Oracle {
             stored_[(t * N + n) * H + j] = dhn[j].stored;
           }
         }
-      wx += G * width;
+      }
+      wxt_at += G * width;
       width = H;
       // This layer's h_t, with their bounds, feed the next layer.
       std::copy(y_.begin(), y_.end(), seq_.begin());
       for (size_t i = 0; i < y_.size(); ++i)
         dseq_[i] = {magnitude_[i], stored_[i]};
     }
+  }
+
+  // rows×cols row-major `m` into cols×rows `out`.
+  static void transpose(const double* m, int64_t rows, int64_t cols, double* out) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[c * rows + r] = m[r * cols + c];
+  }
+
+  // For every sample n: gates_, mag_, car_arith_, car_stored_ (N×4H) += the products of
+  // `wt` (k×4H, a transposed weight) with the sample's k values (v, N×k) and their bounds
+  // (dv); an exact value (both bounds 0) carries nothing. Each sum in the order of k; k
+  // outer, so that the gates' sums run side by side (vectorised), and the samples inner,
+  // a block of gates at a time, so that the weights are read once per step.
+  void add_products(const double* wt, int64_t k_count, const double* v, const Bound* dv) {
+    const int64_t G = 4 * s_.hc, N = s_.mb;
+    constexpr int64_t kGates = 256;
+    for (int64_t j0 = 0; j0 < G; j0 += kGates) {
+      const int64_t j1 = std::min(j0 + kGates, G);
+      for (int64_t k = 0; k < k_count; ++k) {
+        const double* w = &wt[k * G];
+        for (int64_t n = 0; n < N; ++n) {
+          double* __restrict acc = &gates_[n * G];
+          double* __restrict mag = &mag_[n * G];
+          const double x = v[n * k_count + k];
+          for (int64_t j = j0; j < j1; ++j) {
+            acc[j] += w[j] * x;
+            mag[j] += std::fabs(w[j] * x);
+          }
+          const double da = dv[n * k_count + k].arith, ds = dv[n * k_count + k].stored;
+          if (da == 0.0 && ds == 0.0) continue;
+          double* __restrict ca = &car_arith_[n * G];
+          double* __restrict cs = &car_stored_[n * G];
+          for (int64_t j = j0; j < j1; ++j) {
+            ca[j] += (w[j] * da) * (w[j] * da);
+            cs[j] += (w[j] * ds) * (w[j] * ds);
+          }
+        }
+      }
+    }
+  }
+
+  // A dot product's value and bound, Σ terms and Σ|terms| + sqrt(Σ carried²), for every
+  // sample n and k < k_count: value[n][k] = Σ_r w[r][k]·da[n][r] over the 4H rows of w
+  // (4H×k_count) in the order of r, the carried error of each term w·dda (the weight is
+  // exact). r outer so that the k run side by side (vectorised), the samples inner, a
+  // block of k at a time, so that the weights are read once per step.
+  void transposed_products(const double* w, int64_t k_count, const double* da, const double* dda,
+                           double* value, double* bound) {
+    const int64_t G = 4 * s_.hc, N = s_.mb;
+    constexpr int64_t kColumns = 256;
+    std::fill(value, value + N * k_count, 0.0);
+    std::fill(mag_k_.begin(), mag_k_.begin() + N * k_count, 0.0);
+    std::fill(car_k_.begin(), car_k_.begin() + N * k_count, 0.0);
+    for (int64_t k0 = 0; k0 < k_count; k0 += kColumns) {
+      const int64_t k1 = std::min(k0 + kColumns, k_count);
+      for (int64_t r = 0; r < G; ++r) {
+        const double* row = &w[r * k_count];
+        for (int64_t n = 0; n < N; ++n) {
+          const double d = da[n * G + r], dd = dda[n * G + r];
+          double* __restrict val = &value[n * k_count];
+          double* __restrict mag = &mag_k_[n * k_count];
+          double* __restrict car = &car_k_[n * k_count];
+          for (int64_t k = k0; k < k1; ++k) {
+            val[k] += row[k] * d;
+            mag[k] += std::fabs(row[k] * d);
+            car[k] += (row[k] * dd) * (row[k] * dd);
+          }
+        }
+      }
+    }
+    for (int64_t k = 0; k < N * k_count; ++k)
+      bound[k] = mag_k_[k] + std::sqrt(car_k_[k]);
+  }
+
+  // One row of a parameter gradient += d·v over the n values v (bounds dv, none when null):
+  // its value, magnitude and sum of squared carried errors (v·dd)² + (d·dv)².
+  static void add_outer(double d, double dd, const double* __restrict v, const double* __restrict dv,
+                        int64_t n, double* __restrict value, double* __restrict magnitude,
+                        double* __restrict sq) {
+    for (int64_t k = 0; k < n; ++k) {
+      value[k] += d * v[k];
+      magnitude[k] += std::fabs(d * v[k]);
+    }
+    if (dv)
+      for (int64_t k = 0; k < n; ++k)
+        sq[k] += (v[k] * dd) * (v[k] * dd) + (d * dv[k]) * (d * dv[k]);
+    else
+      for (int64_t k = 0; k < n; ++k)
+        sq[k] += (v[k] * dd) * (v[k] * dd);
   }
 
   // Backward through time (header), after forward() kept every step.
@@ -241,16 +343,6 @@ class RefLstm final : public Oracle {
     std::fill(b_sq_.begin(), b_sq_.end(), 0.0);
     std::copy(dz_.begin(), dz_.end(), up_.begin());  // dz's values are exact (masked copies)
     std::fill(dup_.begin(), dup_.end(), 0.0);
-    // A dot product's value and bound: Σ terms, Σ|terms| + sqrt(Σ carried²).
-    struct Dot {
-      double value = 0, magnitude = 0, carried = 0;
-      void add(double u, double du, double v, double dv) {
-        value += u * v;
-        magnitude += std::fabs(u * v);
-        carried += (u * dv) * (u * dv) + (v * du) * (v * du);
-      }
-      double bound() const { return magnitude + std::sqrt(carried); }
-    };
     // σ'(v) = v(1 - v) from the gate's value v, tanh'(v) = 1 - v², each with its bound.
     auto sigmoid_slope = [](double v, double dv, double& slope, double& dslope) {
       slope = v * (1 - v);
@@ -265,23 +357,13 @@ class RefLstm final : public Oracle {
       std::fill(ddhn_.begin(), ddhn_.end(), 0.0);
       std::fill(dcn_.begin(), dcn_.end(), 0.0);
       std::fill(ddcn_.begin(), ddcn_.end(), 0.0);
-      for (int64_t t = T - 1; t >= 0; --t)
+      for (int64_t t = T - 1; t >= 0; --t) {
+        double* da_all = &daq_[t * N * G];  // this step's da of every sample, and its bound
+        double* dda_all = &ddaq_[t * N * G];
         for (int64_t n = 0; n < N; ++n) {
           const int64_t q = (l * T + t) * N + n, prev = q - N;  // this step's record, the one before
-          // The layer's input at t and h_{t-1}, with their forward bounds.
-          auto input = [&](int64_t k, double& dv) {
-            if (l == 0) {
-              dv = 0;
-              return x_[(t * N + n) * s_.ic + k];
-            }
-            const int64_t below = ((l - 1) * T + t) * N + n;
-            dv = dhid_[below * H + k];
-            return hid_[below * H + k];
-          };
-          auto h_prev = [&](int64_t k, double& dv) {
-            dv = t > 0 ? dhid_[prev * H + k] : 0.0;
-            return t > 0 ? hid_[prev * H + k] : h_[(l * N + n) * H + k];
-          };
+          double* da = &da_all[n * G];
+          double* dda = &dda_all[n * G];
           for (int64_t j = 0; j < H; ++j) {
             const double* a = &act_[q * G];
             const double* da_bound = &dact_[q * G];
@@ -314,52 +396,40 @@ class RefLstm final : public Oracle {
             const double slopes[4] = {si, sf, sg, so}, dslopes[4] = {dsi, dsf, dsg, dso};
             for (int gate = 0; gate < 4; ++gate) {
               const double v = grads[gate] * slopes[gate];
-              da_[gate * H + j] = v;
-              dda_[gate * H + j] = std::fabs(slopes[gate]) * dgrads[gate] +
-                                   std::fabs(grads[gate]) * dslopes[gate] + std::fabs(v);
+              da[gate * H + j] = v;
+              dda[gate * H + j] = std::fabs(slopes[gate]) * dgrads[gate] +
+                                  std::fabs(grads[gate]) * dslopes[gate] + std::fabs(v);
             }
           }
-          // Parameter gradients, summed over steps and samples.
-          for (int64_t r = 0; r < G; ++r) {
-            const double d = da_[r], dd = dda_[r];
-            db.value[l * G + r] += d;
-            db.magnitude[l * G + r] += std::fabs(d);
-            b_sq_[l * G + r] += dd * dd;
-            for (int64_t k = 0; k < width; ++k) {
-              double dv;
-              const double v = input(k, dv);
-              const int64_t at = wx_at + r * width + k;
-              dwx.value[at] += d * v;
-              dwx.magnitude[at] += std::fabs(d * v);
-              wx_sq_[at] += (v * dd) * (v * dd) + (d * dv) * (d * dv);
-            }
-            for (int64_t k = 0; k < H; ++k) {
-              double dv;
-              const double v = h_prev(k, dv);
-              const int64_t at = (l * G + r) * H + k;
-              dwh.value[at] += d * v;
-              dwh.magnitude[at] += std::fabs(d * v);
-              wh_sq_[at] += (v * dd) * (v * dd) + (d * dv) * (d * dv);
-            }
-          }
-          // The gradients of the layer's input at t and of h_{t-1}.
-          for (int64_t k = 0; k < width; ++k) {
-            Dot dot;
-            for (int64_t r = 0; r < G; ++r)
-              dot.add(wx[r * width + k], 0.0, da_[r], dda_[r]);
-            down_[(t * N + n) * width + k] = dot.value;
-            ddown_[(t * N + n) * width + k] = dot.bound();
-          }
-          for (int64_t k = 0; k < H; ++k) {
-            Dot dot;
-            for (int64_t r = 0; r < G; ++r)
-              dot.add(wh[r * H + k], 0.0, da_[r], dda_[r]);
-            next_[k] = dot.value;
-            dnext_[k] = dot.bound();
-          }
-          std::copy(next_.begin(), next_.end(), dhn_.begin() + n * H);
-          std::copy(dnext_.begin(), dnext_.end(), ddhn_.begin() + n * H);
+          // Kept for the parameter gradients, summed after the layer's steps.
         }
+        // The gradients of the layer's input at t and of h_{t-1} (dh_next), every sample's.
+        transposed_products(wx, width, da_all, dda_all, &down_[t * N * width], &ddown_[t * N * width]);
+        transposed_products(wh, H, da_all, dda_all, dhn_.data(), ddhn_.data());
+      }
+      // dW_x[l] += da ⊗ x_t, dW_h[l] += da ⊗ h_{t-1}, db[l] += da over the steps (the last
+      // first) and samples: each sum in that order, a few rows at a time so that the rows'
+      // sums stay in cache while the steps pass.
+      constexpr int64_t kRows = 8;
+      for (int64_t r0 = 0; r0 < G; r0 += kRows)
+        for (int64_t t = T - 1; t >= 0; --t)
+          for (int64_t n = 0; n < N; ++n) {
+            const int64_t q = (l * T + t) * N + n, prev = q - N, below = q - T * N;
+            const double* d = &daq_[(t * N + n) * G];
+            const double* dd = &ddaq_[(t * N + n) * G];
+            const double* in = l == 0 ? &x_[(t * N + n) * s_.ic] : &hid_[below * H];
+            const double* din = l == 0 ? nullptr : &dhid_[below * H];
+            const double* hp = t > 0 ? &hid_[prev * H] : &h_[(l * N + n) * H];
+            const double* dhp = t > 0 ? &dhid_[prev * H] : nullptr;
+            for (int64_t r = r0; r < std::min(r0 + kRows, G); ++r) {
+              db.value[l * G + r] += d[r];
+              db.magnitude[l * G + r] += std::fabs(d[r]);
+              b_sq_[l * G + r] += dd[r] * dd[r];
+              const int64_t at = wx_at + r * width, at_h = (l * G + r) * H;
+              add_outer(d[r], dd[r], in, din, width, &dwx.value[at], &dwx.magnitude[at], &wx_sq_[at]);
+              add_outer(d[r], dd[r], hp, dhp, H, &dwh.value[at_h], &dwh.magnitude[at_h], &wh_sq_[at_h]);
+            }
+          }
       for (int64_t k = 0; k < N * H; ++k) {
         dh0.value[l * N * H + k] = dhn_[k];
         dh0.magnitude[l * N * H + k] = ddhn_[k];
@@ -395,15 +465,19 @@ class RefLstm final : public Oracle {
   Relu relu_ = Relu::none;
   bool record_ = false;  // a backward pass: forward() keeps every step
   Doubles x_, wx_, wh_, b_, h_, c_, seq_, gates_;
+  Doubles wxt_, wht_;                           // wx_ and wh_ transposed per layer (add_products)
+  Doubles mag_, car_arith_, car_stored_;        // the gates' magnitudes and carried sums of squares
   std::vector<Bound> dh_, dc_, dseq_, dgates_;  // the error bounds of h_, c_, seq_, gates_
   // Kept by forward() for the backward, per layer, step and sample: the gates' values after
   // their functions, c_t and h_t, each with its arithmetic bound (the d-prefixed twin).
   Doubles act_, dact_, cell_, dcell_, hid_, dhid_;
   // The backward's: dz; the gradient arriving at the layer's h sequence and the one it
-  // sends down; dh_next and dc_next per sample; one step's da and dh_next; the sums of
-  // squared carried errors of the parameter gradients. Each value array with its bound.
-  Doubles dz_, up_, dup_, down_, ddown_, dhn_, ddhn_, dcn_, ddcn_, da_, dda_, next_, dnext_;
+  // sends down; dh_next and dc_next per sample; the sums of squared carried errors of the
+  // parameter gradients. Each value array with its bound.
+  Doubles dz_, up_, dup_, down_, ddown_, dhn_, ddhn_, dcn_, ddcn_;
   Doubles wx_sq_, wh_sq_, b_sq_;
+  Doubles daq_, ddaq_;     // da and its bound for every step and sample of the layer (T×N×4H)
+  Doubles mag_k_, car_k_;  // transposed_products()'s sums per k
 };
 
 }  // namespace
