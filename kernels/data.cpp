@@ -139,15 +139,6 @@ Problem op_problem(std::string_view kind, Keys kv, const DerivedKeys& derived, D
 
 }  // namespace
 
-std::string shape_string(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (int64_t d : dims) {
-    if (!s.empty()) s += 'x';
-    s += std::to_string(d);
-  }
-  return s;
-}
-
 std::string data_dir() {
   if (const char* env = std::getenv("LAYERBENCH_DATA"); env && *env) return env;
   return LB_DATA_DIR;
@@ -212,20 +203,27 @@ std::vector<Problem> load_suite(std::string_view name) {
 
 namespace {
 
-// A network file being read: the network so far and what later lines are checked against.
-struct NetworkReader {
-  Network net;
+// A network file being read: the graph so far and what later lines are checked against.
+struct GraphReader {
+  Graph g;
   double act = 0;       // bytes per activation value
   bool tokens = false;  // the input is a sequence of token ids (int32), not activations
-  std::map<std::string, std::vector<int64_t>> shapes;  // layer name -> output shape
+  std::map<std::string, int, std::less<>> index;  // node name -> index ("input": the graph's input)
   int64_t sum_params = 0, sum_macs = 0;
+
+  const std::vector<int64_t>& shape(int node) const {
+    return node == kGraphInput ? g.in_shape : g.nodes[node].out_shape;
+  }
+  double bytes(int node) const {
+    return node == kGraphInput ? g.in_bytes : double(g.batch) * double(product(shape(node))) * act;
+  }
 };
 
 // totals() sums parameters and MACs in int64: the sums are bounded as parse_problem
 // bounds one problem's MACs, and a network that exceeds them is rejected.
 constexpr int64_t kMaxSum = int64_t(1) << 62;
 
-// Throws unless the previous layer's per-sample shape `in` has one of `ranks`.
+// Throws unless the input's per-sample shape `in` has one of `ranks`.
 void need(const std::string& kind, const std::vector<int64_t>& in, const std::vector<size_t>& ranks,
           std::string_view what) {
   if (std::find(ranks.begin(), ranks.end(), in.size()) == ranks.end())
@@ -233,11 +231,11 @@ void need(const std::string& kind, const std::vector<int64_t>& in, const std::ve
                 shape_string(in));
 }
 
-void read_input(const std::string& first, std::istringstream& in, NetworkReader& r) {
+void read_input(const std::string& first, std::istringstream& in, GraphReader& r) {
   if (first != "input") throw Error("'" + first + "': the first line must be 'input ...'");
   Keys kv = split_keys(in, "input");
   const bool has_t = kv.count("t"), has_c = kv.count("c"), has_h = kv.count("h");
-  std::vector<int64_t>& s = r.net.in_shape;
+  std::vector<int64_t>& s = r.g.in_shape;
   if (has_t) s.push_back(take_int(kv, "input", "t", {}, 1));
   if (has_c) s.push_back(take_int(kv, "input", "c", {}, 1));
   if (has_h) {
@@ -249,144 +247,238 @@ void read_input(const std::string& first, std::istringstream& in, NetworkReader&
     throw Error("input: expected c= h= w=, c=, t= or t= c=");
   check_values("input", s);
   r.tokens = has_t && !has_c;
-  r.net.in_bytes = double(r.net.batch) * product(s) * (r.tokens ? 4.0 : r.act);
+  r.g.in_bytes = double(r.g.batch) * product(s) * (r.tokens ? 4.0 : r.act);
+  r.index["input"] = kGraphInput;
 }
 
-// An op layer: its problem from the keys the file gives and those the previous layer
-// determines, as the op's traits derive them.
-void op_layer(Layer& layer, const OpTraits& op, const Keys& kv, const std::vector<int64_t>& in,
-              const NetworkReader& r) {
-  need(layer.kind, in, op.layer.ranks, op.layer.input);
-  layer.problem = op_problem(layer.kind, kv, op.layer.keys(in, r.net.batch), r.net.dt, layer.name);
-  layer.out_shape = op.layer.out_shape(*layer.problem, in);
+// The shapes of a node's inputs, in order.
+using Shapes = std::vector<std::vector<int64_t>>;
+
+// An op layer: its problem from the keys the file gives and those its input determines,
+// as the op's traits derive them.
+void op_layer(Node& node, const OpTraits& op, const Keys& kv, const Shapes& in, const GraphReader& r) {
+  need(node.kind, in[0], op.layer.ranks, op.layer.input);
+  node.problem = op_problem(node.kind, kv, op.layer.keys(in[0], r.g.batch), r.g.dt, node.name);
+  node.out_shape = op.layer.out_shape(*node.problem, in[0]);
 }
 
-// The other layer kinds: each sets the layer's per-sample output shape, and the
+// The other layer kinds: each sets the node's per-sample output shape, and the
 // parameters and buffers that differ from an op layer's.
-using LayerReader = void (*)(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r);
+using LayerReader = void (*)(Node& node, Keys& kv, const Shapes& in, const GraphReader& r);
 
-void embedding_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
-  const int64_t vocab = take_int(kv, layer.kind, "vocab", {}, 1),
-                dim = take_int(kv, layer.kind, "dim", {}, 1);
-  no_more_keys(kv, layer.kind, "vocab= dim=");
-  layer.params = vocab * dim;
-  layer.param_bytes = double(layer.params) * size_of(storage_of(r.net.dt, Arg::wei));
-  layer.out_shape = {in[0], dim};
+void embedding_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
+  const int64_t vocab = take_int(kv, node.kind, "vocab", {}, 1), dim = take_int(kv, node.kind, "dim", {}, 1);
+  no_more_keys(kv, node.kind, "vocab= dim=");
+  node.params = vocab * dim;
+  node.param_bytes = double(node.params) * size_of(storage_of(r.g.dt, Arg::wei));
+  node.out_shape = {in[0][0], dim};
 }
 
-void pool_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
-  const std::string& kind = layer.kind;
+void pool_layer(Node& node, Keys& kv, const Shapes& ins, const GraphReader&) {
+  const std::string& kind = node.kind;
+  const std::vector<int64_t>& in = ins[0];
   need(kind, in, {3}, "an image (c×h×w)");
   const int64_t k = take_int(kv, kind, "k", {}, 1), s = take_int(kv, kind, "s", k, 1),
                 p = take_int(kv, kind, "p", 0, 0);
   no_more_keys(kv, kind, "k= s= p=");
   if (k > in[1] + 2 * p || k > in[2] + 2 * p)
     throw Error(kind + ": k=" + std::to_string(k) + ": larger than the padded input " + shape_string(in));
-  layer.out_shape = {in[0], (in[1] + 2 * p - k) / s + 1, (in[2] + 2 * p - k) / s + 1};
+  node.out_shape = {in[0], (in[1] + 2 * p - k) / s + 1, (in[2] + 2 * p - k) / s + 1};
 }
 
-void relu_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
+// The average of each channel's whole plane (ONNX's GlobalAveragePool, PyTorch's
+// AdaptiveAvgPool2d(1)): c×1×1.
+void global_pool_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
+  need(node.kind, in[0], {3}, "an image (c×h×w)");
+  no_more_keys(kv, node.kind, "nothing");
+  node.out_shape = {in[0][0], 1, 1};
+}
+
+// relu and relu6 (min(max(x, 0), 6), MobileNet v2's).
+void relu_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
   const std::string mode = kv.count("mode") ? kv.at("mode") : "inplace";
   kv.erase("mode");
-  no_more_keys(kv, layer.kind, "mode=inplace|separate");
+  no_more_keys(kv, node.kind, "mode=inplace|separate");
   if (mode != "inplace" && mode != "separate")
-    throw Error("relu: mode=" + mode + ": expected inplace or separate");
-  layer.new_buffer = mode == "separate";
-  layer.out_shape = in;
+    throw Error(node.kind + ": mode=" + mode + ": expected inplace or separate");
+  node.new_buffer = mode == "separate";
+  node.out_shape = in[0];
+}
+
+// Batch normalisation of the channels (the first axis) by a scale and a shift per channel.
+// At inference it folds into the layer before it: a conv2d or dense layer's weights take
+// the scale and its bias is the shift, so the node counts the scale only (the trained
+// model's 2·C: the papers' parameter counts, whose convolutions have no bias of their own)
+// and writes nothing; after any other layer it counts both.
+void batchnorm_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
+  no_more_keys(kv, node.kind, "nothing");
+  const int input = node.inputs[0];
+  const bool folds =
+      input != kGraphInput && r.g.nodes[input].problem && r.g.nodes[input].problem->op() != Op::lstm;
+  node.params = (folds ? 1 : 2) * in[0][0];
+  node.param_bytes = double(node.params) * size_of(storage_of(r.g.dt, Arg::bias));
+  node.new_buffer = false;
+  node.out_shape = in[0];
 }
 
 // flatten is a view of its input; softmax writes a new buffer of the same shape.
-void shape_only_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader&) {
-  no_more_keys(kv, layer.kind, "nothing");
-  layer.new_buffer = layer.kind == "softmax";
-  layer.out_shape = layer.kind == "flatten" ? std::vector<int64_t>{product(in)} : in;
+void shape_only_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
+  no_more_keys(kv, node.kind, "nothing");
+  node.new_buffer = node.kind == "softmax";
+  node.out_shape = node.kind == "flatten" ? std::vector<int64_t>{product(in[0])} : in[0];
 }
 
-void add_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
-  const std::string from = kv.count("from") ? kv.at("from") : "";
-  kv.erase("from");
-  no_more_keys(kv, layer.kind, "from=<layer>");
-  auto it = r.shapes.find(from);
-  if (it == r.shapes.end()) throw Error("add: from=" + from + ": no earlier layer of that name");
-  if (it->second != in)
-    throw Error("add: from=" + from + ": shape " + shape_string(it->second) + " differs from " +
-                shape_string(in));
-  layer.in_bytes *= 2;  // both operands
-  layer.out_shape = in;
+// The element-wise sum of its inputs (a residual connection), all of one shape.
+void add_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
+  no_more_keys(kv, node.kind, "in=<layer>,<layer> (or from=<layer>: it and the previous line)");
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i] != in[0]) {
+      const int other = node.inputs[i];
+      throw Error("add: " + (other == kGraphInput ? std::string("input") : r.g.nodes[other].name) +
+                  ": shape " + shape_string(in[i]) + " differs from " + shape_string(in[0]));
+    }
+  node.out_shape = in[0];
 }
 
-// In the order the unknown-kind error lists them, after the ops.
-constexpr std::pair<std::string_view, LayerReader> kLayerKinds[] = {{"embedding", embedding_layer},
-                                                                    {"relu", relu_layer},
-                                                                    {"maxpool", pool_layer},
-                                                                    {"avgpool", pool_layer},
-                                                                    {"flatten", shape_only_layer},
-                                                                    {"softmax", shape_only_layer},
-                                                                    {"add", add_layer}};
+// Its inputs side by side along the channels (the first axis; GoogLeNet's inception), the
+// other axes equal.
+void concat_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
+  no_more_keys(kv, node.kind, "in=<layer>,<layer>,...");
+  node.out_shape = in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].size() != in[0].size() || !std::equal(in[i].begin() + 1, in[i].end(), in[0].begin() + 1))
+      throw Error("concat: shapes " + shape_string(in[0]) + " and " + shape_string(in[i]) +
+                  " differ beyond the channels");
+    node.out_shape[0] += in[i][0];
+  }
+}
 
-void shape_layer(Layer& layer, Keys& kv, const std::vector<int64_t>& in, const NetworkReader& r) {
+// In the order the unknown-kind error lists them, after the ops; with how many inputs each takes.
+struct LayerKind {
+  std::string_view name;
+  LayerReader read;
+  bool many_inputs = false;
+};
+constexpr LayerKind kLayerKinds[] = {{"embedding", embedding_layer},
+                                     {"relu", relu_layer},
+                                     {"relu6", relu_layer},
+                                     {"batchnorm", batchnorm_layer},
+                                     {"maxpool", pool_layer},
+                                     {"avgpool", pool_layer},
+                                     {"global_avgpool", global_pool_layer},
+                                     {"flatten", shape_only_layer},
+                                     {"softmax", shape_only_layer},
+                                     {"add", add_layer, true},
+                                     {"concat", concat_layer, true}};
+
+void shape_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
   for (Op op : kAllOps)
-    if (layer.kind == name(op)) return op_layer(layer, traits(op), kv, in, r);
-  for (const auto& [kind, read] : kLayerKinds)
-    if (layer.kind == kind) return read(layer, kv, in, r);
-  std::string expected;  // "dense conv2d lstm embedding ... add"
+    if (node.kind == name(op)) return op_layer(node, traits(op), kv, in, r);
+  for (const LayerKind& kind : kLayerKinds)
+    if (node.kind == kind.name) return kind.read(node, kv, in, r);
+  std::string expected;  // "dense conv2d lstm embedding ... concat"
   for (Op op : kAllOps)
     expected += std::string(name(op)) + " ";
-  for (const auto& kind : kLayerKinds)
-    expected += std::string(kind.first) + " ";
+  for (const LayerKind& kind : kLayerKinds)
+    expected += std::string(kind.name) + " ";
   expected.pop_back();
-  throw Error(layer.name + ": '" + layer.kind + "': unknown layer kind; expected " + expected);
+  throw Error(node.name + ": '" + node.kind + "': unknown layer kind; expected " + expected);
 }
 
-// Adds a shaped layer to the network: its model, checks on its size and on the sums.
-void add_to_network(Layer layer, NetworkReader& r) {
-  if (layer.problem) {
-    const Model m = model(*layer.problem);
-    layer.params = m.params;
-    layer.param_bytes = m.param_bytes;
-    layer.macs = m.macs;
-    layer.type = layer_type(*layer.problem);
-  } else {
-    layer.type = layer.kind;
+bool takes_many_inputs(const std::string& kind) {
+  for (const LayerKind& k : kLayerKinds)
+    if (k.name == kind) return k.many_inputs;
+  return false;
+}
+
+// The node's inputs: in=<layer>[,<layer>...] (a name of an earlier line, or "input"), by
+// default the previous line; add's from=<layer> is the previous line and that one.
+std::vector<int> read_inputs(const std::string& kind, Keys& kv, const GraphReader& r) {
+  const int previous = r.g.nodes.empty() ? kGraphInput : int(r.g.nodes.size()) - 1;
+  auto find = [&r, &kind](const std::string& key, const std::string& layer) {
+    auto it = r.index.find(layer);
+    if (it == r.index.end()) throw Error(kind + ": " + key + "=" + layer + ": no earlier layer of that name");
+    return it->second;
+  };
+  std::vector<int> inputs;
+  if (auto it = kv.find("in"); it != kv.end()) {
+    std::string list = it->second;
+    kv.erase(it);
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = std::min(list.find(',', at), list.size());
+      inputs.push_back(find("in", list.substr(at, comma - at)));
+      at = comma + 1;
+    }
   }
-  check_values(layer.kind, layer.out_shape);
-  if (layer.params > kMaxSum - r.sum_params || layer.macs > kMaxSum - r.sum_macs)
-    throw Error(layer.name + ": the network's parameters or MACs add up to more than 2^62");
-  r.sum_params += layer.params;
-  r.sum_macs += layer.macs;
-  layer.out_bytes = layer.new_buffer ? double(r.net.batch) * product(layer.out_shape) * r.act : 0.0;
-  r.shapes[layer.name] = layer.out_shape;
-  r.net.layers.push_back(std::move(layer));
+  if (auto it = kv.find("from"); it != kv.end() && kind == "add") {
+    if (!inputs.empty()) throw Error("add: in= and from= given; in=<layer>,<layer> names both");
+    inputs = {previous, find("from", it->second)};
+    kv.erase(it);
+  }
+  if (inputs.empty()) inputs = {previous};
+  const bool many = takes_many_inputs(kind);
+  if (many && inputs.size() < 2)
+    throw Error(kind + ": needs two inputs or more: in=<layer>,<layer>" +
+                (kind == "add" ? std::string(" (or from=<layer>: it and the previous line)") : ""));
+  if (!many && inputs.size() > 1)
+    throw Error(kind + ": takes one input, in= names " + std::to_string(inputs.size()));
+  return inputs;
 }
 
-void read_layer(const std::string& first, std::istringstream& in, NetworkReader& r) {
+// Adds a shaped node to the graph: its model, checks on its size and on the sums.
+void add_to_graph(Node node, GraphReader& r) {
+  if (node.problem) {
+    const Model m = model(*node.problem);
+    node.params = m.params;
+    node.param_bytes = m.param_bytes;
+    node.macs = m.macs;
+    node.type = layer_type(*node.problem);
+  } else {
+    node.type = node.kind;
+  }
+  check_values(node.kind, node.out_shape);
+  if (node.params > kMaxSum - r.sum_params || node.macs > kMaxSum - r.sum_macs)
+    throw Error(node.name + ": the network's parameters or MACs add up to more than 2^62");
+  r.sum_params += node.params;
+  r.sum_macs += node.macs;
+  node.out_bytes = node.new_buffer ? double(r.g.batch) * product(node.out_shape) * r.act : 0.0;
+  r.index[node.name] = int(r.g.nodes.size());
+  r.g.nodes.push_back(std::move(node));
+}
+
+void read_layer(const std::string& first, std::istringstream& in, GraphReader& r) {
   if (first == "input") throw Error("input: given twice");
-  Layer layer;
-  layer.name = first;
-  if (!(in >> layer.kind)) throw Error(first + ": expected '<name> <kind> key=value ...'");
-  if (r.shapes.count(layer.name)) throw Error(layer.name + ": layer name used twice");
-  const bool first_layer = r.net.layers.empty();
-  const std::vector<int64_t> in_shape = first_layer ? r.net.in_shape : r.net.layers.back().out_shape;
-  layer.in_bytes = first_layer ? r.net.in_bytes : double(r.net.batch) * product(in_shape) * r.act;
-  const std::string& kind = layer.kind;
+  Node node;
+  node.name = first;
+  if (!(in >> node.kind)) throw Error(first + ": expected '<name> <kind> key=value ...'");
+  if (r.index.count(node.name)) throw Error(node.name + ": layer name used twice");
+  const std::string& kind = node.kind;
   Keys kv = split_keys(in, kind);
-  if ((kind == "embedding") != (r.tokens && first_layer))
+  node.inputs = read_inputs(kind, kv, r);
+  Shapes shapes;
+  for (int input : node.inputs) {
+    shapes.push_back(r.shape(input));
+    node.in_bytes += r.bytes(input);
+  }
+  const bool reads_tokens =
+      r.tokens && std::find(node.inputs.begin(), node.inputs.end(), kGraphInput) != node.inputs.end();
+  if ((kind == "embedding") != reads_tokens)
     throw Error(kind + (kind == "embedding" ? ": must be the first layer after 'input t='"
                                             : ": token ids need an embedding layer first"));
-  shape_layer(layer, kv, in_shape, r);
-  add_to_network(std::move(layer), r);
+  shape_layer(node, kv, shapes, r);
+  add_to_graph(std::move(node), r);
 }
 
 }  // namespace
 
-Network parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt) {
+Graph parse_network(std::string_view text, std::string_view file, int64_t batch, DType dt) {
   // The batch becomes a problem line's mb (or T times it), which is at most 2^31 - 1;
   // checked here before T·batch is computed, which a larger batch overflowed.
   if (batch < 1 || batch > 2147483647)
     throw Error("--batch " + std::to_string(batch) + ": must be between 1 and 2147483647");
-  NetworkReader r;
-  r.net.batch = batch;
-  r.net.dt = dt;
+  GraphReader r;
+  r.g.batch = batch;
+  r.g.dt = dt;
   r.act = double(size_of(storage_of(dt, Arg::src)));
   const std::vector<Line> lines = content_lines(text);
   if (lines.empty()) throw Error(std::string(file) + ": no layers");
@@ -403,40 +495,15 @@ Network parse_network(std::string_view text, std::string_view file, int64_t batc
       throw Error(where(file, lines[i].number) + e.what());
     }
   }
-  if (r.net.layers.empty()) throw Error(std::string(file) + ": no layers after 'input'");
-  return std::move(r.net);
+  if (r.g.nodes.empty()) throw Error(std::string(file) + ": no layers after 'input'");
+  return std::move(r.g);
 }
 
-Network load_network(std::string_view name, int64_t batch, DType dt) {
+Graph load_network(std::string_view name, int64_t batch, DType dt) {
   const std::string path = find_data("networks", name);
-  Network net = parse_network(read_file(path), path, batch, dt);
-  net.name = fs::path(path).stem().string();
-  return net;
-}
-
-NetworkTotals totals(const Network& n, Optimizer opt) {
-  NetworkTotals t;
-  t.activation_bytes = n.in_bytes;
-  double widest = 0;
-  for (const Layer& l : n.layers) {
-    t.params += l.params;
-    t.param_bytes += l.param_bytes;
-    t.macs += l.macs;
-    t.activation_bytes += l.out_bytes;
-    widest = std::max(widest, l.in_bytes + l.out_bytes);
-    if (l.problem) t.saved_bytes += model(*l.problem).saved_bytes;
-  }
-  t.inference_bytes = t.param_bytes + widest;
-  t.training_bytes =
-      training_memory(t.params, t.param_bytes, t.activation_bytes + t.saved_bytes, n.dt, opt).total();
-  return t;
-}
-
-std::vector<Problem> problems(const Network& n) {
-  std::vector<Problem> out;
-  for (const Layer& l : n.layers)
-    if (l.problem) out.push_back(*l.problem);
-  return out;
+  Graph g = parse_network(read_file(path), path, batch, dt);
+  g.name = fs::path(path).stem().string();
+  return g;
 }
 
 }  // namespace lb

@@ -56,7 +56,7 @@ std::string_view name(Optimizer o);
 Optimizer parse_optimizer(std::string_view token);  // lb::Error naming the token and the choices
 
 // The memory of a training step: the one formula, for a layer (model()) and a network
-// (totals(), kernels/data.h). Parameters and their gradients (in the parameters' storage),
+// (liveness(), kernels/graph.h). Parameters and their gradients (in the parameters' storage),
 // the optimizer's state (f32 copies), f32 master weights where the parameters are f16 or bf16
 // (mixed-precision training updates an f32 copy and rounds it), and the activations the
 // forward keeps for the backward pass (`kept`).

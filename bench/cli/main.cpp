@@ -1,5 +1,5 @@
 // layerbench — one binary, subcommands:
-//   list      backends built in, every kernel id and what it supports
+//   list      backends built in, every kernel id and what it supports, the networks and suites
 //   analyze   the analytic model of a network or one problem (per-layer table, totals)
 //   check     every kernel against the reference, on a suite, a network or one problem
 // Bad input (a flag, a file:line, a token) is one line on stderr and exit code 2;
@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -38,7 +39,7 @@ constexpr double kMB = 1e6;  // tables print decimal megabytes: 1000x1000 f32 = 
 const char* kUsage = R"(usage: layerbench <command> [options]
 
 commands:
-  list                               backends built in; every kernel and the dtypes it supports
+  list [--json]                      backends built in; every kernel, its dtypes and passes; networks, suites
   analyze <network | "problem line"> [--batch N] [--dtype D] [--training [--optimizer sgd|momentum|adam]] [--json]
                                      parameters, memory and MACs per layer, and totals
   check [--suite S | --network N | --problem "LINE"] [--backend B] [--kernel ID]
@@ -62,18 +63,14 @@ bool looks_like_problem(const std::string& s) {
 }
 
 int cmd_list(const std::vector<std::string>& argv) {
-  parse_args("list", argv, {}, {});
+  const Args a = parse_args("list", argv, {}, {"json"});
   const Registry& reg = registry();
-  std::string backends;
-  for (const auto& b : reg.backends())
-    backends += " " + b;
-  std::cout << "backends built in:" << backends << "\n\n";
-  Table t({"kernel", "device", "acc", "dtypes", "idea"}, {true, true, true, true, true});
   // The op's probe problems (its OpTraits) tell which dtypes a kernel supports: a dtype
   // counts when any probe of the op is supported (a depthwise-only kernel declines the rest).
-  std::vector<std::string> reasons;
+  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
   for (const auto& k : reg.kernels()) {
-    std::string dtypes;
+    std::vector<std::string> dtypes;
+    nlohmann::ordered_json declined = nlohmann::ordered_json::object();
     for (DType dt : kAllDTypes) {
       std::string why;
       for (std::string_view line : traits(parse_op(k.op_name())).probes) {
@@ -82,16 +79,48 @@ int cmd_list(const std::vector<std::string>& argv) {
         why = k.supports(p);
         if (why.empty()) break;
       }
-      if (why.empty()) {
-        if (!dtypes.empty()) dtypes += ' ';
-        dtypes += name(dt);
-      } else {
-        reasons.push_back(k.info.id + " " + std::string(name(dt)) + ": " + why);
-      }
+      if (why.empty())
+        dtypes.emplace_back(name(dt));
+      else
+        declined[std::string(name(dt))] = why;
     }
-    // Opt-in kernels are swept only when named (--kernel, or their --backend).
-    t.add({k.info.id, std::string(name(k.info.device)), k.info.accumulation, dtypes,
-           (k.info.opt_in ? "[opt-in] " : "") + k.info.idea});
+    std::vector<std::string> passes;
+    for (Pass pass : k.info.passes)
+      passes.emplace_back(name(pass));
+    kernels.push_back({{"id", k.info.id},
+                       {"op", k.op_name()},
+                       {"device", std::string(name(k.info.device))},
+                       {"accumulation", k.info.accumulation},
+                       {"dtypes", dtypes},
+                       {"passes", passes},
+                       {"opt_in", k.info.opt_in},  // swept only when named (--kernel, or their --backend)
+                       {"idea", k.info.idea},
+                       {"declined", declined}});
+  }
+  if (a.on("json")) {
+    const nlohmann::ordered_json out = {{"backends", reg.backends()},
+                                        {"kernels", kernels},
+                                        {"networks", list_data("networks")},
+                                        {"suites", list_data("suites")}};
+    std::cout << out.dump(1) << "\n";
+    return 0;
+  }
+  std::string backends;
+  for (const auto& b : reg.backends())
+    backends += " " + b;
+  std::cout << "backends built in:" << backends << "\n\n";
+  Table t({"kernel", "device", "acc", "dtypes", "idea"}, {true, true, true, true, true});
+  std::vector<std::string> reasons;
+  for (const auto& k : kernels) {
+    std::string dtypes;
+    for (const auto& dt : k["dtypes"]) {
+      if (!dtypes.empty()) dtypes += ' ';
+      dtypes += dt.get<std::string>();
+    }
+    for (const auto& [dt, why] : k["declined"].items())
+      reasons.push_back(k["id"].get<std::string>() + " " + dt + ": " + why.get<std::string>());
+    t.add({k["id"].get<std::string>(), k["device"].get<std::string>(), k["accumulation"].get<std::string>(),
+           dtypes, (k["opt_in"].get<bool>() ? "[opt-in] " : "") + k["idea"].get<std::string>()});
   }
   std::cout << t.str();
   if (!reasons.empty()) {
@@ -99,6 +128,13 @@ int cmd_list(const std::vector<std::string>& argv) {
     for (const auto& r : reasons)
       std::cout << "  " << r << "\n";
   }
+  std::cout << "\nnetworks: ";
+  for (const auto& n : list_data("networks"))
+    std::cout << n << " ";
+  std::cout << "\nsuites: ";
+  for (const auto& n : list_data("suites"))
+    std::cout << n << " ";
+  std::cout << "\n";
   return 0;
 }
 
@@ -150,15 +186,15 @@ void print_problem_model(const Problem& p, bool as_json, bool training, Optimize
     std::cout << "training memory: " << training_parts(train, opt, "kept for the backward") << " MB\n";
 }
 
-void print_network(const Network& net, bool as_json, bool training, Optimizer opt) {
-  const NetworkTotals tot = totals(net, opt);
+void print_network(const Graph& net, bool as_json, bool training, Optimizer opt) {
+  const GraphTotals tot = totals(net, opt);
   if (as_json) {
     std::ostringstream o;
     o << "{\"network\": " << json_string(net.name) << ", \"batch\": " << net.batch
       << ", \"dtype\": " << json_string(std::string(name(net.dt))) << ", \"input_shape\": \""
       << shape_string(net.in_shape) << "\", \"layers\": [";
-    for (size_t i = 0; i < net.layers.size(); ++i) {
-      const Layer& l = net.layers[i];
+    for (size_t i = 0; i < net.nodes.size(); ++i) {
+      const Node& l = net.nodes[i];
       o << (i ? ", " : "") << "\n  {\"name\": " << json_string(l.name)
         << ", \"kind\": " << json_string(l.kind) << ", \"type\": " << json_string(l.type)
         << ", \"problem\": " << (l.problem ? json_string(print(*l.problem)) : "null")
@@ -177,7 +213,7 @@ void print_network(const Network& net, bool as_json, bool training, Optimizer op
             << shape_string(net.in_shape) << " per sample\n\n";
   Table t({"layer", "type", "output", "params", "param MB", "act MB", "MMACs"},
           {true, true, true, false, false, false, false});
-  for (const Layer& l : net.layers)
+  for (const Node& l : net.nodes)
     t.add({l.name, l.type, shape_string(l.out_shape), with_commas(l.params), fixed(l.param_bytes / kMB, 2),
            l.new_buffer ? fixed(l.out_bytes / kMB, 2) : "(in place)", fixed(double(l.macs) / 1e6, 2)});
   t.rule();
@@ -186,16 +222,17 @@ void print_network(const Network& net, bool as_json, bool training, Optimizer op
   std::cout << t.str() << "\n";
   std::cout << "MACs " << with_commas(tot.macs) << " (FLOPs = 2 x MACs = " << fixed(2.0 * double(tot.macs), 0)
             << ")\n";
+  const Liveness live = liveness(net, training ? Pass::train : Pass::fwd, opt);
   if (training)
-    std::cout << "memory (training, " << name(opt) << "): " << fixed(tot.training_bytes / kMB, 2) << " MB = "
-              << training_parts(training_memory(tot.params, tot.param_bytes,
-                                                tot.activation_bytes + tot.saved_bytes, net.dt, opt),
-                                opt, "activations kept for backward (input included)")
+    std::cout << "memory (training, " << name(opt) << ", by liveness): " << fixed(live.total() / kMB, 2)
+              << " MB = "
+              << training_parts(live.memory, opt,
+                                "activations and their gradients at their peak (" + live.at + ")")
               << "\n";
   else
-    std::cout << "memory (inference): " << fixed(tot.inference_bytes / kMB, 2) << " MB = parameters "
-              << fixed(tot.param_bytes / kMB, 2) << " + the largest input+output pair "
-              << fixed((tot.inference_bytes - tot.param_bytes) / kMB, 2) << "\n";
+    std::cout << "memory (inference, by liveness): " << fixed(live.total() / kMB, 2) << " MB = parameters "
+              << fixed(live.memory.parameters / kMB, 2) << " + the live activations at their peak ("
+              << live.at << ") " << fixed(live.activations / kMB, 2) << "\n";
 }
 
 int cmd_analyze(const std::vector<std::string>& argv) {
@@ -220,7 +257,7 @@ int cmd_analyze(const std::vector<std::string>& argv) {
     print_problem_model(p, a.on("json"), a.on("training"), opt);
     return 0;
   }
-  const Network net = load_network(what, a.integer("batch", 1), dt);
+  const Graph net = load_network(what, a.integer("batch", 1), dt);
   print_network(net, a.on("json"), a.on("training"), opt);
   return 0;
 }

@@ -49,7 +49,14 @@ expect 0 '^usage: layerbench' -- "$lb" help
 expect 0 'dense\.ref\.naive .*f32 tf32 f16 bf16 i8 f8' -- "$lb" list
 expect 0 'total .* 61,100,840 .* 714\.19' -- "$lb" analyze alexnet
 expect 0 'total .* 4,221,032 .* 568\.74' -- "$lb" analyze mobilenet_v1
-expect 0 'memory \(training, sgd\)' -- "$lb" analyze lstm_lm --batch 8 --training
+expect 0 'memory \(training, sgd, by liveness\)' -- "$lb" analyze lstm_lm --batch 8 --training
+# Networks as graphs: ResNet-50's projection shortcuts and MobileNet v2's inverted residuals,
+# the papers' parameter counts; the memory at the moment it peaks; every network listed.
+expect 0 'total .* 25,557,032 .* 4089\.18' -- "$lb" analyze resnet50
+expect 0 'total .* 3,504,872 .* 300\.77' -- "$lb" analyze mobilenet_v2
+expect 0 'memory \(inference, by liveness\): .* at their peak \(s1b1_add\)' -- "$lb" analyze resnet50
+expect 0 '"networks": \[' -- "$lb" list --json
+expect 0 '^networks: .*resnet50' -- "$lb" list
 # One training-memory formula: optimizer state in f32 copies, f32 master weights under bf16,
 # the LSTM's saved gates and cell states (50 steps x 64 x 5 x 512 x 4 bytes = 32.768 MB).
 expect 0 'adam state \(f32\) 0\.13 \+ f32 master weights 0\.07 \+ kept for the backward' -- "$lb" analyze "dense mb=8 ic=128 oc=128" --dtype bf16 --training --optimizer adam

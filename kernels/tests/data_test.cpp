@@ -13,8 +13,8 @@
 namespace lb {
 namespace {
 
-const Layer& layer(const Network& n, const std::string& name) {
-  for (const Layer& l : n.layers)
+const Node& layer(const Graph& n, const std::string& name) {
+  for (const Node& l : n.nodes)
     if (l.name == name) return l;
   throw Error("no layer " + name);
 }
@@ -29,11 +29,11 @@ std::string network_error(const std::string& text) {
 }
 
 TEST(Network, AlexNetMatchesTorchvision) {
-  const Network n = load_network("alexnet", 1, DType::f32);
-  const NetworkTotals t = totals(n);
+  const Graph n = load_network("alexnet", 1, DType::f32);
+  const GraphTotals t = totals(n);
   EXPECT_EQ(t.params, 61100840);
   EXPECT_NEAR(double(t.macs), 714e6, 0.01 * 714e6);
-  const Layer& conv1 = layer(n, "conv1");
+  const Node& conv1 = layer(n, "conv1");
   EXPECT_EQ(conv1.out_shape, (std::vector<int64_t>{64, 55, 55}));
   EXPECT_EQ(conv1.params, 64 * 3 * 11 * 11 + 64);
   EXPECT_EQ(conv1.macs, 55 * 55 * 64 * 3 * 11 * 11);
@@ -45,14 +45,14 @@ TEST(Network, AlexNetMatchesTorchvision) {
 }
 
 TEST(Network, MobileNetV1MatchesThePaper) {
-  const Network n = load_network("mobilenet_v1", 1, DType::f32);
-  const NetworkTotals t = totals(n);
+  const Graph n = load_network("mobilenet_v1", 1, DType::f32);
+  const GraphTotals t = totals(n);
   EXPECT_NEAR(double(t.params), 4.22e6, 0.01 * 4.22e6);
   EXPECT_NEAR(double(t.macs), 569e6, 0.01 * 569e6);
-  const Layer& dw = layer(n, "dw2");
+  const Node& dw = layer(n, "dw2");
   EXPECT_EQ(dw.type, "depthwise");
   EXPECT_EQ(dw.macs, 112 * 112 * 32 * 9);
-  const Layer& pw = layer(n, "pw2");
+  const Node& pw = layer(n, "pw2");
   EXPECT_EQ(pw.type, "pointwise");
   EXPECT_EQ(pw.macs, 112 * 112 * 32 * 64);
   EXPECT_EQ(layer(n, "pw14").out_shape, (std::vector<int64_t>{1024, 7, 7}));
@@ -62,33 +62,33 @@ TEST(Network, MobileNetV1MatchesThePaper) {
 }
 
 TEST(Network, LstmLanguageModel) {
-  const Network n = load_network("lstm_lm", 4, DType::f32);
-  const NetworkTotals t = totals(n);
+  const Graph n = load_network("lstm_lm", 4, DType::f32);
+  const GraphTotals t = totals(n);
   // embedding 10000·650, two layers of 4·650·(650 + 650) + 4·650, projection 650·10000 + 10000
   EXPECT_EQ(t.params, 6500000 + 2 * (4 * 650 * 1300 + 2600) + 6510000);
-  const Layer& proj = layer(n, "proj");
+  const Node& proj = layer(n, "proj");
   EXPECT_EQ(proj.problem->dense().mb, 35 * 4);  // every step of every sample
   EXPECT_EQ(layer(n, "lstm").problem->lstm().t, 35);
   EXPECT_EQ(layer(n, "lstm").macs, 35 * 4 * (4 * 650 * 1300) * 2);
 }
 
 TEST(Network, ParametersFixedActivationsGrowWithBatch) {
-  const NetworkTotals b1 = totals(load_network("alexnet", 1, DType::f32));
-  const NetworkTotals b8 = totals(load_network("alexnet", 8, DType::f32));
+  const GraphTotals b1 = totals(load_network("alexnet", 1, DType::f32));
+  const GraphTotals b8 = totals(load_network("alexnet", 8, DType::f32));
   EXPECT_EQ(b1.param_bytes, b8.param_bytes);
   EXPECT_DOUBLE_EQ(b8.activation_bytes, 8 * b1.activation_bytes);
   EXPECT_EQ(b8.macs, 8 * b1.macs);
   EXPECT_GT(b1.training_bytes, b1.inference_bytes);
-  const NetworkTotals bf16 = totals(load_network("alexnet", 1, DType::bf16));
+  const GraphTotals bf16 = totals(load_network("alexnet", 1, DType::bf16));
   EXPECT_NEAR(bf16.param_bytes / b1.param_bytes, 0.5, 0.001);  // biases stay f32
 }
 
 TEST(Network, InPlaceReluWritesNoNewBuffer) {
   const std::string head = "input c=4\nfc dense oc=8\n";
-  const Network inplace = parse_network(head + "r relu\n", "a.txt", 2, DType::f32);
-  const Network separate = parse_network(head + "r relu mode=separate\n", "b.txt", 2, DType::f32);
-  EXPECT_EQ(inplace.layers[1].out_bytes, 0.0);
-  EXPECT_EQ(separate.layers[1].out_bytes, 2 * 8 * 4.0);
+  const Graph inplace = parse_network(head + "r relu\n", "a.txt", 2, DType::f32);
+  const Graph separate = parse_network(head + "r relu mode=separate\n", "b.txt", 2, DType::f32);
+  EXPECT_EQ(inplace.nodes[1].out_bytes, 0.0);
+  EXPECT_EQ(separate.nodes[1].out_bytes, 2 * 8 * 4.0);
   EXPECT_EQ(totals(separate).training_bytes - totals(inplace).training_bytes, 2 * 8 * 4.0);
 }
 
@@ -96,8 +96,8 @@ TEST(Network, ErrorsCiteFileAndLine) {
   EXPECT_EQ(network_error("conv1 conv2d oc=8 kh=3 kw=3\n"),
             "net.txt:1: 'conv1': the first line must be 'input ...'");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\n# comment\n\nc1 conv2d oc=8 kh=3 kw=3\nc2 conv3d oc=8\n"),
-            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm embedding relu maxpool "
-            "avgpool flatten softmax add");
+            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm embedding relu relu6 "
+            "batchnorm maxpool avgpool global_avgpool flatten softmax add concat");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3 ic=4\n"),
             "net.txt:2: conv2d: ic=4: the previous layer gives 3");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=0 kw=3\n"),
@@ -143,15 +143,122 @@ TEST(Network, SizesThatWouldOverflowAreRejected) {
     EXPECT_STREQ(e.what(), "--batch 4611686018427387904: must be between 1 and 2147483647");
   }
   // The largest batch still parses where the layers allow it.
-  const Network widest = parse_network("input c=4\nfc dense oc=8\n", "net.txt", 2147483647, DType::f32);
-  EXPECT_EQ(widest.layers[0].problem->dense().mb, 2147483647);
+  const Graph widest = parse_network("input c=4\nfc dense oc=8\n", "net.txt", 2147483647, DType::f32);
+  EXPECT_EQ(widest.nodes[0].problem->dense().mb, 2147483647);
 }
 
 TEST(Network, AddChecksShapes) {
-  const Network n = parse_network(
+  const Graph n = parse_network(
       "input c=4 h=6 w=6\na conv2d oc=4 kh=3 kw=3 ph=1\nb conv2d oc=4 kh=3 kw=3 ph=1\ns add from=a\n",
       "r.txt", 1, DType::f32);
-  EXPECT_EQ(n.layers[2].in_bytes, 2 * 4 * 36 * 4.0);
+  EXPECT_EQ(n.nodes[2].in_bytes, 2 * 4 * 36 * 4.0);
+  EXPECT_EQ(n.nodes[2].inputs, (std::vector<int>{1, 0}));
+  EXPECT_EQ(
+      network_error("input c=4 h=6 w=6\na conv2d oc=4 kh=3 kw=3\nb conv2d in=input oc=4 kh=3 kw=3 ph=1\n"
+                    "s add in=a,b\n"),
+      "net.txt:4: add: b: shape 4x6x6 differs from 4x4x4");
+}
+
+// The graphs of the papers' networks: branches (in=), projection shortcuts, batch
+// normalisation folded into the convolution before it, ReLU6, the global average pool.
+TEST(Network, ResNet50MobileNetV2AndVgg16MatchThePapers) {
+  const Graph resnet = load_network("resnet50", 1, DType::f32);
+  const GraphTotals r = totals(resnet);
+  EXPECT_EQ(r.params, 25557032);  // torchvision.models.resnet50
+  EXPECT_NEAR(double(r.macs), 4.1e9, 0.01 * 4.1e9);
+  EXPECT_EQ(layer(resnet, "s2b1_proj").problem->conv().sh, 2);
+  EXPECT_EQ(layer(resnet, "s2b1_proj").inputs,
+            layer(resnet, "s2b1_c1").inputs);  // both read the block's input
+  EXPECT_EQ(layer(resnet, "s4b3_out").out_shape, (std::vector<int64_t>{2048, 7, 7}));
+  EXPECT_EQ(layer(resnet, "pool").out_shape, (std::vector<int64_t>{2048, 1, 1}));
+  EXPECT_EQ(problems(resnet).size(), 54u);  // 49 convolutions on the main path, 4 projections, fc
+  const Graph mobilenet = load_network("mobilenet_v2", 1, DType::f32);
+  const GraphTotals m = totals(mobilenet);
+  EXPECT_EQ(m.params, 3504872);  // torchvision.models.mobilenet_v2
+  EXPECT_NEAR(double(m.macs), 300e6, 0.01 * 300e6);
+  EXPECT_EQ(layer(mobilenet, "b2_dw").type, "depthwise");
+  EXPECT_EQ(layer(mobilenet, "b2_r2").kind, "relu6");
+  EXPECT_EQ(layer(mobilenet, "relu_last").out_shape, (std::vector<int64_t>{1280, 7, 7}));
+  const GraphTotals v = totals(load_network("vgg16", 1, DType::f32));
+  EXPECT_EQ(v.params, 138357544);  // torchvision.models.vgg16
+  EXPECT_NEAR(double(v.macs), 15.47e9, 0.01 * 15.47e9);
+}
+
+// ResNet-18 (torchvision.models.resnet18: 11,689,512 parameters, 1.82 GMACs) written here
+// as a user would, from bench/networks/README.md: basic blocks of two 3x3 convolutions.
+TEST(Network, AHeldOutResNet18InTheDocumentedGrammar) {
+  std::string text =
+      "input c=3 h=224 w=224\nconv1 conv2d oc=64 kh=7 kw=7 sh=2 ph=3\nbn1 batchnorm\nrelu relu\n"
+      "pool maxpool k=3 s=2 p=1\n";
+  std::string prev = "pool";
+  int64_t channels = 64;
+  for (int64_t stage = 0, width = 64; stage < 4; ++stage, width *= 2)
+    for (int block = 0; block < 2; ++block) {
+      const std::string b = "l" + std::to_string(stage) + std::to_string(block) + "_";
+      const std::string stride = stage > 0 && block == 0 ? " sh=2" : "";
+      const std::string w = " oc=" + std::to_string(width);
+      text += b + "c1 conv2d in=" + prev + w + " kh=3 kw=3 ph=1" + stride + "\n" + b + "bn1 batchnorm\n" + b +
+              "r1 relu\n" + b + "c2 conv2d" + w + " kh=3 kw=3 ph=1\n" + b + "bn2 batchnorm\n";
+      std::string shortcut = prev;
+      if (channels != width) {
+        text += b + "down conv2d in=" + prev + w + " kh=1 kw=1" + stride + "\n" + b + "downbn batchnorm\n";
+        shortcut = b + "downbn";
+      }
+      text += b + "add add in=" + b + "bn2," + shortcut + "\n" + b + "out relu\n";
+      prev = b + "out";
+      channels = width;
+    }
+  text += "gap global_avgpool\nflat flatten\nfc dense oc=1000\n";
+  const GraphTotals t = totals(parse_network(text, "resnet18.txt", 1, DType::f32));
+  EXPECT_EQ(t.params, 11689512);
+  EXPECT_NEAR(double(t.macs), 1.82e9, 0.01 * 1.82e9);
+}
+
+TEST(Network, BranchesConcatAndTheirErrors) {
+  // An inception-like module: three branches of the same input side by side.
+  const Graph g = parse_network(
+      "input c=8 h=5 w=5\na conv2d oc=4 kh=1 kw=1\nb conv2d in=input oc=6 kh=3 kw=3 ph=1\n"
+      "c maxpool in=input k=3 s=1 p=1\ncat concat in=a,b,c\nr relu6 mode=separate\n",
+      "inception.txt", 2, DType::f32);
+  EXPECT_EQ(layer(g, "b").inputs, (std::vector<int>{kGraphInput}));
+  EXPECT_EQ(layer(g, "cat").out_shape, (std::vector<int64_t>{18, 5, 5}));
+  EXPECT_EQ(layer(g, "cat").in_bytes, 2 * (4 + 6 + 8) * 25 * 4.0);
+  EXPECT_TRUE(layer(g, "r").new_buffer);
+  EXPECT_EQ(
+      network_error("input c=3 h=8 w=8\nc1 conv2d oc=3 kh=1 kw=1\nc2 conv2d in=c1,input oc=3 kh=1 kw=1\n"),
+      "net.txt:3: conv2d: takes one input, in= names 2");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d in=c9 oc=3 kh=1 kw=1\n"),
+            "net.txt:2: conv2d: in=c9: no earlier layer of that name");
+  EXPECT_EQ(
+      network_error("input c=3 h=8 w=8\nc1 conv2d oc=3 kh=1 kw=1\ns add\n"),
+      "net.txt:3: add: needs two inputs or more: in=<layer>,<layer> (or from=<layer>: it and the previous "
+      "line)");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=3 kh=1 kw=1\nc2 conv2d oc=3 kh=3 kw=3\n"
+                          "cat concat in=c1,c2\n"),
+            "net.txt:4: concat: shapes 3x8x8 and 3x6x6 differ beyond the channels");
+  EXPECT_EQ(network_error("input c=3 h=8 w=8\nb batchnorm\nb2 batchnorm\n"), "(no error)");
+  EXPECT_EQ(layer(parse_network("input c=3 h=8 w=8\nb batchnorm\n", "n.txt", 1, DType::f32), "b").params, 6);
+}
+
+// Memory by liveness, by hand: two dense layers on one input whose outputs are added, then
+// an in-place ReLU; batch 2, f32: the input 32 bytes, each output 64.
+TEST(Network, LivenessCountsBuffersFromWriterToLastReader) {
+  const Graph g = parse_network("input c=4\na dense oc=8\nb dense in=input oc=8\ns add in=a,b\nr relu\n",
+                                "skip.txt", 2, DType::f32);
+  // Inference: at s, a, b and s are live (the input was freed after b): 192.
+  const Liveness fwd = liveness(g, Pass::fwd);
+  EXPECT_EQ(fwd.activations, 192.0);
+  EXPECT_EQ(fwd.at, "s");
+  EXPECT_EQ(fwd.total(), 192.0 + 2 * (4 * 8 + 8) * 4.0);
+  // Training: the input kept for a's and b's backward, s's buffer for the ReLU's mask. At
+  // s in the forward, and at s's backward (the gradients of s, a and b, and the input):
+  // 224; at the forward's end the input and s: 96.
+  const Liveness train = liveness(g, Pass::train);
+  EXPECT_EQ(train.activations, 224.0);
+  EXPECT_EQ(train.at, "s");
+  EXPECT_EQ(train.kept, 96.0);
+  EXPECT_EQ(train.total(), 224.0 + 2 * 2 * (4 * 8 + 8) * 4.0);  // + parameters and their gradients
+  EXPECT_THROW(liveness(g, Pass::bwd_d), Error);
 }
 
 TEST(Suite, ErrorsCiteFileAndLine) {
@@ -183,8 +290,7 @@ TEST(Suite, ByteOrderMarkIsSkipped) {
                            "dense mb=1 ic=2 oc=3\n",
                            "s.txt"),
                Error);
-  EXPECT_EQ(parse_network("\xEF\xBB\xBFinput c=4\nfc dense oc=2\n", "n.txt", 1, DType::f32).layers.size(),
-            1u);
+  EXPECT_EQ(parse_network("\xEF\xBB\xBFinput c=4\nfc dense oc=2\n", "n.txt", 1, DType::f32).nodes.size(), 1u);
 }
 
 TEST(Suite, DirectoryIsNamedAsOne) {
@@ -227,7 +333,7 @@ TEST(Data, EveryBundledFileParses) {
     EXPECT_FALSE(load_suite(s).empty()) << s;
   for (const auto& n : list_data("networks"))
     for (DType dt : kAllDTypes)
-      EXPECT_FALSE(load_network(n, 2, dt).layers.empty()) << n;
+      EXPECT_FALSE(load_network(n, 2, dt).nodes.empty()) << n;
 }
 
 TEST(Model, HandArithmetic) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -21,7 +22,6 @@ from .table import Table, fmt_mb, fmt_num, fmt_pct, fmt_ratio, fmt_time
 TYPE_ORDER = ["dense", "conv", "depthwise", "pointwise", "lstm"]
 # The passes in problem.h's order: inference, then a training step's parts and the whole step.
 PASS_ORDER = ["fwd", "fwd_train", "bwd_d", "bwd_w", "bwd", "train"]
-NETWORKS = ["alexnet", "mobilenet_v1", "lstm_lm"]
 BASE_DTYPE = "f32"
 # Resident memory is counted in 4 KiB pages and moves with the allocator; below this a
 # change in a peak is not a measurement.
@@ -329,6 +329,22 @@ class Analyzer:
         elif not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             self.problem = f"layerbench not found at {binary}"
 
+    def networks(self) -> list:
+        """The networks layerbench has (`layerbench list --json`): the report knows no list of its own."""
+        if self.problem:
+            return []
+        if not hasattr(self, "_networks"):
+            self._networks = []
+            try:
+                p = subprocess.run([self.binary, "list", "--json"], capture_output=True, text=True, timeout=120)
+                if p.returncode == 0:
+                    self._networks = json.loads(p.stdout).get("networks", [])
+                else:
+                    self.last_error = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["?"]
+            except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+                self.problem = f"{self.binary} list --json failed: {e}"
+        return self._networks
+
     def __call__(self, net: str, batch: int):
         if self.problem:
             return None
@@ -363,8 +379,7 @@ def default_layerbench():
 
 def _layer_key(problem: str) -> str:
     # A layer named like another network's runs as "<network>.<layer>" (layerbench run).
-    for net in NETWORKS:
-        problem = problem.replace(f"name={net}.", "name=")
+    problem = re.sub(r"\bname=[^ .]+\.", "name=", problem)
     return problem_without(problem, "mb", "dt", "relu")
 
 
@@ -379,7 +394,7 @@ def network_tables(cases, analyzer: Analyzer, dtype=BASE_DTYPE):
     if analyzer.problem:
         return [], [f"not available: {analyzer.problem}"]
     out = []
-    for net in NETWORKS:
+    for net in analyzer.networks():
         a1 = analyzer(net, 1)
         if a1 is None:
             notes.append(f"{net}: `layerbench analyze {net}` failed: {' '.join(getattr(analyzer, 'last_error', ['?']))}")

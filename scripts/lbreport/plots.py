@@ -69,13 +69,13 @@ def network_batches(cases, analyzer):
     """-> {network: {(type, row): {network batch: [cases]}}} for the f32 baseline cases of each
     bundled network's layers (`layerbench analyze` says which problems are its layers and how
     their mb scales with the network's batch: the LSTM LM's projection has mb = batch × 35)."""
-    from .analysis import NETWORKS, _layer_key  # noqa: PLC0415
+    from .analysis import _layer_key  # noqa: PLC0415
 
     out = {}
     if analyzer is None or analyzer.problem:
         return out
     layer_cases = [c for c in cases if is_baseline(c) and c.layer and c.batch and c.time_us]
-    for net in NETWORKS:
+    for net in analyzer.networks():
         a1 = analyzer(net, 1)
         if a1 is None:
             continue

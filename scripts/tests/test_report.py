@@ -144,6 +144,34 @@ class CpuOnly(unittest.TestCase):
         self.assertGreater(float(fc["time_us_onednn_cpu_t1"]), 0)
 
 
+@unittest.skipUnless(LAYERBENCH, "LAYERBENCH not set (ctest sets it)")
+class NetworkNeverNamed(unittest.TestCase):
+    def test_report_shows_a_network_from_the_data_folder(self):
+        # A network the report's code has never heard of, in a data folder of its own: layerbench
+        # lists it, runs its layers, and the report finds it there.
+        with TempDir() as tmp:
+            data = os.path.join(tmp, "data")
+            os.makedirs(os.path.join(data, "networks"))
+            os.makedirs(os.path.join(data, "suites"))
+            with open(os.path.join(data, "networks", "tiny_branches.txt"), "w", encoding="utf-8") as f:
+                f.write("input c=3 h=8 w=8\nstem conv2d oc=4 kh=3 kw=3 ph=1\nleft conv2d oc=4 kh=1 kw=1\n"
+                        "right conv2d in=stem oc=4 kh=3 kw=3 ph=1\nsum add in=left,right\nr relu\n")
+            env = dict(os.environ, LAYERBENCH_DATA=data)
+            results = os.path.join(tmp, "run.json")
+            import subprocess  # noqa: PLC0415
+
+            p = subprocess.run([LAYERBENCH, "run", "--network", "tiny_branches", "--backend", "ref", "--batch", "1",
+                                "--out", results, "--benchmark_min_time=0.001"],
+                               capture_output=True, text=True, env=env, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            out = os.path.join(tmp, "report")
+            r = script("report", results, "--out", out, "--layerbench", LAYERBENCH, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            nets = section(read(os.path.join(out, "report.md")), "Networks")
+            self.assertIn("### tiny_branches, batch 1", nets)
+            self.assertRegex(nets, r"\| right \| conv \| 4x8x8 \|")
+
+
 class CpuAndGpu(unittest.TestCase):
     def test_everything_together_with_broken_files(self):
         with TempDir() as tmp:
