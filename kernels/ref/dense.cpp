@@ -8,7 +8,11 @@
 //   dx[n][i] = sum_o dz[n][o] * W[o][i]        (bwd_d: dz · W)
 //   dW[o][i] = sum_n dz[n][o] * x[n][i]        (bwd_w: dzᵀ · x)
 //   db[o]    = sum_n dz[n][o]
-// each with its magnitude, the sum of the terms' absolute values.
+// each with its magnitude, the sum of the terms' absolute values. Each sum runs in the
+// order written; the loops keep the summed index outer and the output's innermost, so
+// that the sums of a row run side by side (vectorised): the dense bwd_w check of a
+// 7000-row, 1760x1760 layer took 8.6 s with the sums one by one (Zen 5 VM, 2026-12-07).
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ref/common.h"
@@ -27,6 +31,7 @@ class RefDense final : public Oracle {
     relu_ = p.relu;
     x_.resize(p_.mb * p_.ic);
     w_.resize(p_.oc * p_.ic);
+    if (runs_forward(p.pass)) wt_.resize(w_.size());
     b_.resize(p_.oc);
     dz_.resize(p_.mb * p_.oc);
     size_expected(p, ts);
@@ -43,20 +48,28 @@ class RefDense final : public Oracle {
     load_all(ts.at(Arg::wei), w_);
     load_all(ts.at(Arg::bias), b_);
     const int64_t M = p_.mb, N = p_.oc, K = p_.ic;
-    for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k)  // Wᵀ, so that a row's outputs are summed side by side
+      for (int64_t n = 0; n < N; ++n)
+        wt_[k * N + n] = w_[n * K + k];
+    for (int64_t m = 0; m < M; ++m) {
+      double* __restrict acc = &y_[m * N];
+      double* __restrict magnitude = &magnitude_[m * N];
       for (int64_t n = 0; n < N; ++n) {
-        double acc = b_[n], magnitude = std::fabs(b_[n]);
-        const double* x = &x_[m * K];  // row m of x
-        const double* w = &w_[n * K];  // row n of W
-        for (int64_t k = 0; k < K; ++k) {
-          const double term = x[k] * w[k];
-          acc += term;
-          magnitude += std::fabs(term);
-        }
-        y_[m * N + n] = acc;
-        magnitude_[m * N + n] = magnitude;
-        stored_[m * N + n] = std::fabs(acc);  // rounded once, to dst
+        acc[n] = b_[n];
+        magnitude[n] = std::fabs(b_[n]);
       }
+      for (int64_t k = 0; k < K; ++k) {  // each output's sum in the order of k
+        const double x = x_[m * K + k];
+        const double* w = &wt_[k * N];
+        for (int64_t n = 0; n < N; ++n) {
+          const double term = x * w[n];
+          acc[n] += term;
+          magnitude[n] += std::fabs(term);
+        }
+      }
+      for (int64_t n = 0; n < N; ++n)
+        stored_[m * N + n] = std::fabs(acc[n]);  // rounded once, to dst
+    }
     write_output(relu_, ts, y_);
   }
 
@@ -66,18 +79,23 @@ class RefDense final : public Oracle {
     if (computes_data_grads(problem_.pass)) {
       load_all(ts.at(Arg::wei), w_);
       Expected& dx = expected_[int(Arg::diff_src)];
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < K; ++k) {
-          double acc = 0, magnitude = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const double term = dz_[m * N + n] * w_[n * K + k];
-            acc += term;
-            magnitude += std::fabs(term);
+      for (int64_t m = 0; m < M; ++m) {  // each sum in the order of n, the k side by side
+        double* __restrict acc = &dx.value[m * K];
+        double* __restrict magnitude = &dx.magnitude[m * K];
+        std::fill(acc, acc + K, 0.0);
+        std::fill(magnitude, magnitude + K, 0.0);
+        for (int64_t n = 0; n < N; ++n) {
+          const double d = dz_[m * N + n];
+          const double* w = &w_[n * K];
+          for (int64_t k = 0; k < K; ++k) {
+            const double term = d * w[k];
+            acc[k] += term;
+            magnitude[k] += std::fabs(term);
           }
-          dx.value[m * K + k] = acc;
-          dx.magnitude[m * K + k] = magnitude;
-          dx.stored[m * K + k] = std::fabs(acc);
         }
+        for (int64_t k = 0; k < K; ++k)
+          dx.stored[m * K + k] = std::fabs(acc[k]);
+      }
       store_all(dx.value, ts.at(Arg::diff_src));
     }
     if (computes_weight_grads(problem_.pass)) {
@@ -93,17 +111,21 @@ class RefDense final : public Oracle {
         db.value[n] = bias;
         db.magnitude[n] = bias_magnitude;
         db.stored[n] = std::fabs(bias);
-        for (int64_t k = 0; k < K; ++k) {
-          double acc = 0, magnitude = 0;
-          for (int64_t m = 0; m < M; ++m) {
-            const double term = dz_[m * N + n] * x_[m * K + k];
-            acc += term;
-            magnitude += std::fabs(term);
+        double* __restrict acc = &dw.value[n * K];  // each sum in the order of m, the k side by side
+        double* __restrict magnitude = &dw.magnitude[n * K];
+        std::fill(acc, acc + K, 0.0);
+        std::fill(magnitude, magnitude + K, 0.0);
+        for (int64_t m = 0; m < M; ++m) {
+          const double d = dz_[m * N + n];
+          const double* x = &x_[m * K];
+          for (int64_t k = 0; k < K; ++k) {
+            const double term = d * x[k];
+            acc[k] += term;
+            magnitude[k] += std::fabs(term);
           }
-          dw.value[n * K + k] = acc;
-          dw.magnitude[n * K + k] = magnitude;
-          dw.stored[n * K + k] = std::fabs(acc);
         }
+        for (int64_t k = 0; k < K; ++k)
+          dw.stored[n * K + k] = std::fabs(acc[k]);
       }
       store_all(dw.value, ts.at(Arg::diff_wei));
       store_all(db.value, ts.at(Arg::diff_bias));
@@ -113,7 +135,7 @@ class RefDense final : public Oracle {
   Problem problem_;
   Dense p_;
   Relu relu_ = Relu::none;
-  Doubles x_, w_, b_, dz_;
+  Doubles x_, w_, wt_, b_, dz_;  // wt_: W transposed (the forward's)
 };
 
 }  // namespace
