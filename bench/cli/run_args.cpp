@@ -17,7 +17,7 @@ namespace lb::cli {
 const char* const kRunUsage = R"(  run [--suite S,...] [--network N,...] [--problem "LINE"]...
       [--batch 1,16,64] [--dtype f32,bf16,...|all] [--relu none,separate,inplace,fused|all]
       [--dir fwd,fwd_train,bwd_d,bwd_w,bwd,train|training|all]
-      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot|cold] [--sync spin,blocking]
+      [--threads 1,2] [--backend B,...] [--kernel ID,...] [--cache hot,cold] [--sync spin,blocking]
       [--shard i/n] [--out results/runs/NAME.json] [--resume | --resume-force | --overwrite]
       [--seed N] [--machine NAME] [--list] [--separable-baseline]
       [--verify-macs N] [--noisy-cv 0.05] [--remeasure-peaks] [--steadiness SECONDS]
@@ -94,32 +94,24 @@ double number(const Args& a, const std::string& flag, double fallback, double mi
 
 // The flags both commands share: the problems (sources), the axes and the filters; and
 // the switch that adds problems (--separable-baseline).
-const std::set<std::string> kSweepFlags = {"suite", "network", "problem", "batch",
-                                           "dtype", "dir",     "backend", "kernel"};
+// The flags of the sources, the filters and the axes a command takes (axes.h: run every
+// axis, check those with in_check).
+std::set<std::string> sweep_flags(bool check) {
+  std::set<std::string> flags = {"suite", "network", "problem", "backend", "kernel"};
+  for (const bench::Axis& axis : bench::axes())
+    if (!check || axis.in_check) flags.emplace(axis.flag);
+  return flags;
+}
 const std::set<std::string> kSweepSwitches = {"separable-baseline"};
 
-bench::SweepSpec sweep_spec(const Args& a) {
+bench::SweepSpec sweep_spec(const Args& a, bool check) {
   bench::SweepSpec spec;
   spec.suites = list_of<std::string>(a, "suite", as_is);
   spec.networks = list_of<std::string>(a, "network", as_is);
   if (auto p = a.get("problem")) spec.problems = {*p};
-  spec.batches = list_of<int64_t>(a, "batch", [](const std::string& s) { return positive("batch", s); });
-  if (a.get("dtype") == "all")
-    spec.dtypes.assign(std::begin(kAllDTypes), std::end(kAllDTypes));
-  else
-    spec.dtypes = list_of<DType>(a, "dtype", parse_dtype);
-  if (a.get("dir") == "all")
-    spec.passes.assign(std::begin(kAllPasses), std::end(kAllPasses));
-  else if (a.get("dir") == "training")
-    spec.passes.assign(std::begin(kTrainingPasses), std::end(kTrainingPasses));
-  else
-    spec.passes = list_of<Pass>(a, "dir", [](const std::string& s) {
-      try {
-        return parse_pass(s);
-      } catch (const Error&) {
-        throw Error("--dir " + s + ": expected " + pass_names() + ", training or all");
-      }
-    });
+  for (const bench::Axis& axis : bench::axes())
+    if (auto v = a.get(std::string(axis.flag)); v && (!check || axis.in_check))
+      spec.axes[std::string(axis.flag)] = axis.parse(*v);
   spec.backends = list_of<std::string>(a, "backend", as_is);
   if (spec.backends == std::vector<std::string>{"all"}) spec.backends = registry().backends();
   spec.kernels = list_of<std::string>(a, "kernel", as_is);
@@ -184,15 +176,6 @@ void check_gbench_flag(const std::string& flag) {
   }
 }
 
-std::vector<bool> parse_syncs(const std::string& v) {
-  std::vector<bool> out;
-  for (const std::string& item : split_list(v)) {
-    if (item != "spin" && item != "blocking") throw Error("--sync " + item + ": expected spin or blocking");
-    out.push_back(item == "blocking");
-  }
-  return out;
-}
-
 // --rse, --repetitions MIN,MAX, --case-time, and what Google Benchmark's own flags imply.
 bench::Repetitions parse_repetitions(const Args& a, const std::vector<std::string>& gbench) {
   bench::Repetitions r;
@@ -236,26 +219,15 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
     } else {
       ours.push_back(arg);
     }
-  std::set<std::string> values = kSweepFlags;
-  values.insert({"relu", "threads", "cache", "shard", "out", "seed", "verify-macs", "noisy-cv", "sync", "rse",
-                 "repetitions", "case-time", "machine", "budget", "steadiness"});
+  std::set<std::string> values = sweep_flags(false);
+  values.insert({"shard", "out", "seed", "verify-macs", "noisy-cv", "rse", "repetitions", "case-time",
+                 "machine", "budget", "steadiness"});
   std::set<std::string> switches = kSweepSwitches;
   switches.insert({"resume", "resume-force", "overwrite", "remeasure-peaks", "list"});
   const Args a = parse_args("run", ours, values, switches);
   if (!a.positional.empty()) throw Error("run: unexpected argument '" + a.positional[0] + "'");
 
-  r.spec = sweep_spec(a);
-  if (a.get("relu") == "all")
-    r.spec.relus.assign(std::begin(kAllRelus), std::end(kAllRelus));
-  else
-    r.spec.relus = list_of<Relu>(a, "relu", parse_relu);
-  if (a.get("threads"))
-    r.spec.threads =
-        list_of<int>(a, "threads", [](const std::string& s) { return int(positive("threads", s)); });
-  if (auto v = a.get("sync")) r.spec.blocking_syncs = parse_syncs(*v);
-  r.cache = a.get("cache").value_or("hot");
-  if (r.cache != "hot" && r.cache != "cold") throw Error("--cache " + r.cache + ": expected hot or cold");
-  r.spec.cold = r.cache == "cold";
+  r.spec = sweep_spec(a, false);
   if (auto s = a.get("shard")) parse_shard(*s, r.spec);
 
   r.options.seed = uint64_t(a.integer("seed", 1, 0));
@@ -293,8 +265,8 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
 }
 
 CheckArgs parse_check_args(const std::vector<std::string>& argv) {
-  std::set<std::string> values = kSweepFlags;
-  values.insert({"seed", "threads", "max-macs"});
+  std::set<std::string> values = sweep_flags(true);
+  values.insert({"seed", "max-macs"});
   std::set<std::string> switches = kSweepSwitches;
   switches.insert("full");
   const Args a = parse_args("check", argv, values, switches);
@@ -303,10 +275,8 @@ CheckArgs parse_check_args(const std::vector<std::string>& argv) {
       int(a.get("suite").has_value()) + int(a.get("network").has_value()) + int(a.get("problem").has_value());
   if (sources > 1) throw Error("check: give one of --suite, --network, --problem");
   CheckArgs c;
-  c.spec = sweep_spec(a);
+  c.spec = sweep_spec(a, true);
   c.spec.every_kernel = true;  // ref and opt-in kernels are checked unless filtered out
-  c.threads = int(a.integer("threads", 1));
-  c.spec.threads = {c.threads};
   c.seed = uint64_t(a.integer("seed", 1, 0));
   c.max_macs = a.integer("max-macs", 0, 0);
   c.reference_macs = a.on("full") ? 0 : kDefaultReferenceMacs;

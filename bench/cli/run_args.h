@@ -15,9 +15,8 @@ namespace lb::cli {
 struct RunArgs {
   bench::SweepSpec spec;
   bench::RunOptions options;
-  std::string out;            // results file (.json), empty: none
-  std::string cache = "hot";  // hot or cold
-  std::string machine;        // --machine NAME; "" for $LB_MACHINE or the default (bench/harness/machine.h)
+  std::string out;      // results file (.json), empty: none
+  std::string machine;  // --machine NAME; "" for $LB_MACHINE or the default (bench/harness/machine.h)
   bool resume = false, remeasure_peaks = false, list = false;
   bool resume_force = false;      // --resume-force: continue a log whose settings differ
   bool overwrite = false;         // replace an existing result
@@ -37,7 +36,6 @@ extern const char* const kRunUsage;
 struct CheckArgs {
   bench::SweepSpec spec;
   uint64_t seed = 1;
-  int threads = 1;
   int64_t max_macs = 0;        // problems with more MACs are not run (0: no limit)
   int64_t reference_macs = 0;  // verify on a sample of the batch within this (0: the whole batch)
 };

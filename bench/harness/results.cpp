@@ -182,21 +182,13 @@ size_t median_repetition(const std::vector<double>& times) {
 
 }  // namespace
 
-const std::set<std::string> kSelectionSettings = {"suites",
-                                                  "networks",
-                                                  "problems",
-                                                  "batches",
-                                                  "dtypes",
-                                                  "relus",
-                                                  "dirs",
-                                                  "threads",
-                                                  "backends",
-                                                  "kernels",
-                                                  "separable_baseline",
-                                                  "shard",
-                                                  "cache",
-                                                  "sync",
-                                                  "benchmark_filter"};
+const std::set<std::string> kSelectionSettings = [] {
+  std::set<std::string> keys = {"suites",  "networks",           "problems", "backends",
+                                "kernels", "separable_baseline", "shard",    "benchmark_filter"};
+  for (const std::string& key : axis_settings())  // batches, dtypes, relus, dirs, cache, sync, threads
+    keys.insert(key);
+  return keys;
+}();
 
 std::string settings_difference(const Json& before, const Json& now, const std::set<std::string>& ignore) {
   if (!before.is_object()) return "no settings recorded";
@@ -506,12 +498,12 @@ void recompute_aggregates(std::vector<benchmark::BenchmarkReporter::Run>& aggreg
 
 Json case_identity(const Case& c) {
   const KernelEntry& k = *c.kernel;
-  return {{"lb_kernel", k.info.id},           {"lb_backend", std::string(k.backend())},
-          {"lb_device", name(k.info.device)}, {"lb_op", std::string(k.op_name())},
-          {"lb_type", layer_type(c.problem)}, {"lb_dtype", name(c.problem.dt)},
-          {"lb_relu", name(c.problem.relu)},  {"lb_dir", name(c.problem.pass)},
-          {"lb_problem", print(c.problem)},   {"lb_layer", c.problem.name},
-          {"lb_threads", c.threads},          {"lb_cache", c.cold ? "cold" : "hot"}};
+  Json j = {{"lb_kernel", k.info.id},           {"lb_backend", std::string(k.backend())},
+            {"lb_device", name(k.info.device)}, {"lb_op", std::string(k.op_name())},
+            {"lb_type", layer_type(c.problem)}, {"lb_problem", print(c.problem)},
+            {"lb_layer", c.problem.name}};
+  add_identity(j, c);  // lb_dtype, lb_relu, lb_dir, lb_cache, lb_threads (axes.h)
+  return j;
 }
 
 void Reporter::flush_case() {

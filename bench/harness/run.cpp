@@ -167,8 +167,12 @@ void add_context(const cli::RunArgs& args, const Peaks& peaks, const std::vector
   benchmark::AddCustomContext("layerbench_seed", std::to_string(o.seed));
   benchmark::AddCustomContext("layerbench_shard",
                               std::to_string(args.spec.shard) + "/" + std::to_string(args.spec.shards));
-  benchmark::AddCustomContext("layerbench_cache", args.cache);
-  if (args.spec.cold) benchmark::AddCustomContext("layerbench_cold_cache_method", cold_cache_method());
+  Json axes_settings;
+  add_settings(axes_settings, args.spec.axes);
+  const std::string cache = axes_settings["cache"];  // "hot", "cold" or both
+  benchmark::AddCustomContext("layerbench_cache", cache);
+  if (cache.find("cold") != std::string::npos)
+    benchmark::AddCustomContext("layerbench_cold_cache_method", cold_cache_method());
   const std::string shuffled =
       args.interleaved ? "; shuffled among every case's (--benchmark_enable_random_interleaving)" : "";
   // The same as a value the scripts read (results.py Run.shuffled), not parsed from the prose above.
@@ -236,20 +240,13 @@ Json run_settings(const cli::RunArgs& args) {
   const RunOptions& o = args.options;
   const Repetitions& r = o.repetitions;
   auto same = [](const std::string& x) { return x; };
-  auto number = [](auto x) { return std::to_string(x); };
   Json j = {{"suites", joined(s.suites, same)},
             {"networks", joined(s.networks, same)},
             {"problems", joined(s.problems, same)},
-            {"batches", joined(s.batches, number)},
-            {"dtypes", joined(s.dtypes, [](DType d) { return name(d); })},
-            {"relus", joined(s.relus, [](Relu x) { return name(x); })},
-            {"threads", joined(s.threads, number)},
             {"backends", joined(s.backends, same)},
             {"kernels", joined(s.kernels, same)},
             {"separable_baseline", s.separable_baseline ? "on" : "off"},
             {"shard", std::to_string(s.shard) + "/" + std::to_string(s.shards)},
-            {"cache", args.cache},
-            {"sync", joined(s.blocking_syncs, [](bool blocking) { return blocking ? "blocking" : "spin"; })},
             {"benchmark_filter", cli::gbench_value(args.gbench, "benchmark_filter")},
             {"seed", std::to_string(o.seed)},
             {"verify_macs", std::to_string(o.max_reference_macs)},
@@ -268,8 +265,8 @@ Json run_settings(const cli::RunArgs& args) {
     j[key.rfind("layerbench_", 0) == 0 ? key.substr(std::strlen("layerbench_")) : key] = value;
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   j["gomp_spincount"] = spin ? spin : "";
+  add_settings(j, s.axes);  // batches, dtypes, relus, dirs, cache, sync, threads (axes.h)
   if (args.interleaved) j["interleaved"] = "on";  // absent when off: older logs resume as they were
-  if (!s.passes.empty()) j["dirs"] = joined(s.passes, [](Pass x) { return name(x); });  // likewise
   return j;
 }
 

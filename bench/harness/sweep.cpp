@@ -10,15 +10,6 @@
 
 namespace lb::bench {
 
-std::string problem_name(const Problem& p, bool cold, bool blocking) {
-  std::string n = p.name.empty() ? short_name(p) : p.name + "-mb" + std::to_string(p.batch());
-  if (p.relu != Relu::none) n += "-relu_" + std::string(name(p.relu));
-  if (p.pass != Pass::fwd) n += "-dir_" + std::string(name(p.pass));
-  if (cold) n += "-cold";
-  if (blocking) n += "-sync_blocking";
-  return n;
-}
-
 std::optional<Problem> separable_standard(const Problem& dw, const Problem& pw) {
   if (dw.op() != Op::conv2d || pw.op() != Op::conv2d || dw.dt != pw.dt) return std::nullopt;
   const Conv2d& d = dw.conv();
@@ -56,11 +47,6 @@ std::vector<Case> expand(const SweepSpec& spec) {
   // projection has T rows per sample).
   // With --separable-baseline, the standard convolution a depthwise -> pointwise pair of
   // one source replaces follows the pair, at relu none whatever the ReLU axis.
-  struct Source {
-    Problem p;
-    bool per_sample;
-    bool baseline = false;  // added by --separable-baseline
-  };
   std::vector<Source> base;
   auto unnamed = [](Problem p) {
     p.name.clear();
@@ -77,7 +63,7 @@ std::vector<Case> expand(const SweepSpec& spec) {
         if (!fresh && at->second != unnamed(from[i]) && !network.empty())
           from[i].name = network + "." + from[i].name;
       }
-      base.push_back({from[i], per_sample});
+      base.push_back({from[i], per_sample, false});
       if (!spec.separable_baseline || i == 0) continue;
       if (auto std_conv = separable_standard(from[i - 1], from[i]))
         base.push_back({std::move(*std_conv), per_sample, true});
@@ -91,35 +77,38 @@ std::vector<Case> expand(const SweepSpec& spec) {
     add({parse_problem(line)}, false);
   if (spec.suites.empty() && spec.networks.empty() && spec.problems.empty()) add(load_suite("smoke"), false);
 
+  // Calls emit(c) for every combination of the values `of` these axes take for source s
+  // (and kernel k), set on c in axes()' order.
+  auto product = [&spec](const std::vector<const Axis*>& of, Case c, const Source& s, const KernelEntry* k,
+                         const auto& emit) {
+    auto step = [&](const auto& self, size_t i, Case& at) -> void {
+      if (i == of.size()) return emit(at);
+      const Axis& a = *of[i];
+      const auto it = spec.axes.find(a.flag);
+      for (const std::string& v :
+           a.values(it == spec.axes.end() ? std::vector<std::string>{} : it->second, s, k)) {
+        Case next = at;
+        a.set(next, v, s);
+        self(self, i + 1, next);
+      }
+    };
+    step(step, 0, c);
+  };
+  // The problem's axes, then the case's, per kernel.
+  std::vector<const Axis*> problem_axes, kernel_axes;
+  for (const Axis& a : axes())
+    (a.of_case ? kernel_axes : problem_axes).push_back(&a);
   std::vector<Problem> problems;
-  std::vector<bool> baseline;  // per problem: added by --separable-baseline
-  for (const auto& [b, per_sample, added] : base) {
-    const std::vector<int64_t> batches = spec.batches.empty() ? std::vector<int64_t>{0} : spec.batches;
-    const std::vector<DType> dtypes = spec.dtypes.empty() ? std::vector<DType>{b.dt} : spec.dtypes;
-    const std::vector<Relu> relus = added                ? std::vector<Relu>{Relu::none}
-                                    : spec.relus.empty() ? std::vector<Relu>{b.relu}
-                                                         : spec.relus;
-    // The --dir axis takes the passes the op has; a problem's own dir= was checked when parsed.
-    std::vector<Pass> passes;
-    const OpTraits& op = traits(b.op());
-    for (Pass pass : spec.passes.empty() ? std::vector<Pass>{b.pass} : spec.passes)
-      if (std::find(op.passes.begin(), op.passes.end(), pass) != op.passes.end()) passes.push_back(pass);
-    for (int64_t mb : batches)
-      for (DType dt : dtypes)
-        for (Relu relu : relus)
-          for (Pass pass : passes) {
-            // A layer's rows per sample times the batch, checked before it can overflow;
-            // with_batch() then applies a problem line's limits.
-            if (per_sample && mb > (int64_t(1) << 31) / std::max<int64_t>(b.batch(), 1))
-              throw Error("--batch " + std::to_string(mb) + ": layer " + b.name +
-                          " would have more than 2^31 rows");
-            Problem p = mb == 0 ? b : with_batch(b, per_sample ? b.batch() * mb : mb);
-            p.dt = dt;
-            p.relu = relu;
-            p.pass = pass;
-            problems.push_back(std::move(p));
-            baseline.push_back(added);
-          }
+  std::vector<Source> sources;  // per problem: its source
+  std::vector<bool> baseline;   // per problem: added by --separable-baseline
+  for (const Source& b : base) {
+    Case c;
+    c.problem = b.p;
+    product(problem_axes, c, b, nullptr, [&](const Case& at) {
+      problems.push_back(at.problem);
+      sources.push_back(b);
+      baseline.push_back(b.baseline);
+    });
   }
   // An added standard convolution is measured once per shape, dtype and batch: not when
   // the sweep has that problem already (under any name), nor twice for repeated pairs.
@@ -128,16 +117,22 @@ std::vector<Case> expand(const SweepSpec& spec) {
     for (size_t i = 0; i < problems.size(); ++i)
       if (!baseline[i]) present.insert(unnamed(problems[i]));
     std::vector<Problem> kept;
+    std::vector<Source> kept_sources;
     for (size_t i = 0; i < problems.size(); ++i)
-      if (!baseline[i] || present.insert(unnamed(problems[i])).second) kept.push_back(std::move(problems[i]));
+      if (!baseline[i] || present.insert(unnamed(problems[i])).second) {
+        kept.push_back(std::move(problems[i]));
+        kept_sources.push_back(std::move(sources[i]));
+      }
     problems = std::move(kept);
+    sources = std::move(kept_sources);
   }
 
   std::vector<Case> cases;
   std::set<std::string> reported;  // kernel|reason of the unsupported entries already listed
   std::set<std::string> names;     // the cases already expanded
-  for (const Problem& p : problems)
+  for (size_t i = 0; i < problems.size(); ++i)
     for (const KernelEntry& k : reg.kernels()) {
+      const Problem& p = problems[i];
       if (k.op_name() != name(p.op())) continue;
       const std::string backend(k.backend());
       if (spec.backends.empty()
@@ -148,25 +143,20 @@ std::vector<Case> expand(const SweepSpec& spec) {
           std::find(spec.kernels.begin(), spec.kernels.end(), k.info.id) == spec.kernels.end())
         continue;
       const std::string why = k.supports(p);
-      const bool gpu = k.info.device == Device::gpu;
-      // Threads are a CPU axis, the way of waiting for the device a GPU one.
-      const std::vector<bool> syncs = gpu ? spec.blocking_syncs : std::vector<bool>{false};
-      // Threads are an axis of multithreaded CPU kernels; the others run once, on one.
-      const bool threaded = k.info.multithreaded && !gpu;
-      const std::vector<int> threads = threaded ? spec.threads : std::vector<int>{1};
-      for (int t : threads)
-        for (bool blocking : syncs) {
-          Case c{&k, p, t, spec.cold, blocking, {}, why, {}};
-          c.name = k.info.id + "/" + std::string(name(p.dt)) + "/" + problem_name(p, spec.cold, blocking) +
-                   "/threads:" + std::to_string(t);
-          // An unsupported pair is listed once per kernel and reason, whatever the
-          // problem, batch, ReLU mode or threads: one entry says it for all of them. A
-          // case is expanded once, however many sources or axes name it (a suite line
-          // with dt=bf16 and --dtype bf16 make the same case).
-          if (!why.empty() && !reported.insert(k.info.id + "|" + why).second) continue;
-          if (!names.insert(c.name).second) continue;
-          cases.push_back(std::move(c));
-        }
+      Case c;
+      c.kernel = &k;
+      c.problem = p;
+      c.unsupported = why;
+      product(kernel_axes, c, sources[i], &k, [&](Case at) {
+        at.name = case_name(at);
+        // An unsupported pair is listed once per kernel and reason, whatever the problem,
+        // batch, ReLU mode or threads: one entry says it for all of them. A case is
+        // expanded once, however many sources or axes name it (a suite line with
+        // dt=bf16 and --dtype bf16 make the same case).
+        if (!why.empty() && !reported.insert(k.info.id + "|" + why).second) return;
+        if (!names.insert(at.name).second) return;
+        cases.push_back(std::move(at));
+      });
     }
   std::vector<Case> mine;
   for (size_t i = 0; i < cases.size(); ++i)

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/harness/axes.h"
 #include "kernels/registry.h"
 #include "kernels/verify.h"
 
@@ -13,20 +14,15 @@ namespace lb::bench {
 
 struct SweepSpec {
   std::vector<std::string> suites, networks, problems;  // sources; none given: the smoke suite
-  std::vector<int64_t> batches;                         // empty: each problem's own
-  std::vector<DType> dtypes;                            // empty: each problem's own
-  std::vector<Relu> relus;                              // empty: each problem's own
-  // empty: each problem's own; else each pass its op has (an LSTM: none of bwd_d, bwd_w)
-  std::vector<Pass> passes;
-  std::vector<int> threads = {1};              // CPU kernels that are multithreaded
+  // The axes' values as given (axes.h: batch, dtype, relu, dir, cache, sync, threads); an
+  // axis not given takes each problem's own value, or its default.
+  AxisValues axes;
   std::vector<std::string> backends, kernels;  // filters; no backend filter: all but ref
   // Add, after each depthwise conv followed in its source by the pointwise 1x1 on its
   // output, the standard convolution that pair replaces (separable_standard()).
   bool separable_baseline = false;
   bool every_kernel = false;  // no filter means every kernel, ref and opt-in ones too (check)
-  bool cold = false;          // flush caches between timed iterations
-  std::vector<bool> blocking_syncs = {false};  // GPU kernels: spin (false) and/or blocking waits
-  int shard = 0, shards = 1;                   // run cases with index % shards == shard
+  int shard = 0, shards = 1;  // run cases with index % shards == shard
 };
 
 // What became of a case beyond its counters, for the results file; filled as it runs.
@@ -45,9 +41,9 @@ struct Case {
   const KernelEntry* kernel = nullptr;
   Problem problem;
   int threads = 1;
-  bool cold = false;
+  bool cold = false;        // flush caches between timed iterations
   bool blocking = false;    // GPU: wait for the device by sleeping, not spinning
-  std::string name;         // <kernel id>/<dtype>/<problem name>/threads:N (problem_name())
+  std::string name;         // case_name() (axes.h)
   std::string unsupported;  // non-empty: the kernel's reason; the case is an error entry
   CaseNotes notes;
 };
@@ -61,10 +57,5 @@ std::optional<Problem> separable_standard(const Problem& dw, const Problem& pw);
 
 // Throws lb::Error (one line) on an unknown suite, network, backend, kernel or a bad value.
 std::vector<Case> expand(const SweepSpec& spec);
-
-// The problem part of a benchmark name: the layer name with its batch, or the shape,
-// then the ReLU mode unless none, "-cold" for cold-cache cases and "-sync_blocking" for
-// GPU cases that wait by sleeping.
-std::string problem_name(const Problem& p, bool cold, bool blocking = false);
 
 }  // namespace lb::bench

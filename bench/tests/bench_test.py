@@ -6,6 +6,7 @@ scripts/report and the like.
 
 usage: bench_test.py path/to/layerbench [KEEP]
 """
+import gzip
 import json
 import math
 import os
@@ -52,6 +53,31 @@ def runs_of(doc):
     """Every case's run objects: the measured ones and those not measured (format 2)."""
     return doc["benchmarks"] + doc.get("layerbench_not_measured", [])
 
+
+# Case names are what --resume and merge match on: a committed results file's sweep, listed
+# again, names its f32 cases as they were named then (2026-12-07, before the axes became
+# data, bench/harness/axes.h). Its suite was a temporary file: its lines are the problems
+# the results hold, at batch 1 and without their axes' values.
+committed = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "results", "host-736b9365",
+                         "2026-12-07_training-memory-claims", "train_claims.json.gz")
+with gzip.open(committed, "rt") as f:
+    old = json.load(f)
+settings = old["context"]["layerbench_settings"]
+with tempfile.TemporaryDirectory() as tmp:
+    suite = os.path.join(tmp, "suite.txt")
+    lines = set()
+    for b in old["benchmarks"]:
+        words = [w for w in b["lb_problem"].split() if not w.startswith(("dt=", "relu=", "dir="))]
+        lines.add(" ".join("mb=1" if w.startswith("mb=") else w for w in words))
+    with open(suite, "w") as f:
+        f.write("\n".join(sorted(lines)) + "\n")
+    flags = {"batches": "--batch", "dtypes": "--dtype", "relus": "--relu", "dirs": "--dir", "threads": "--threads",
+             "backends": "--backend"}
+    again = listed("--suite", suite, *[x for key, flag in flags.items() for x in (flag, settings[key])])
+    before = {b["lb_case"] for b in old["benchmarks"] if b["lb_dtype"] == "f32"}
+    now = {name for name, reason in again.items() if "/f32/" in name and not reason}
+    check(before and before == now, f"the committed sweep's f32 cases are named otherwise now: "
+          f"{sorted(before - now)[:3]} were, {sorted(now - before)[:3]} are")
 
 # Two networks that name different layers alike each keep theirs: mobilenet_v1's conv1 is
 # "mobilenet_v1.conv1" beside alexnet's, not dropped as the same case.
