@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what scripts/gpu-check.sh runs on a GPU machine that has CUDA, cuBLAS and cuDNN
-# but no package registry: layerbench, lb_ukernel_bench and the GPU tests (lb_cuda_smoke, lb_gpu_tests,
+# but no package registry: layerbench and the GPU tests (lb_cuda_smoke, lb_gpu_tests,
 # lb_gpu_own_tests), built here (CUDA on, sm_90 + PTX, generic x86-64-v3 host code rather
 # than this CPU's -march=native), plus the shared libraries that machine lacks (oneDNN,
 # Google Benchmark, OpenMP, OpenCL ICD loader), into .gpu-bundle/ (git-ignored). Carry it
@@ -13,11 +13,11 @@ build="build-gpu"
 . scripts/build-folder.sh
 lb_configure "$build" -DCMAKE_BUILD_TYPE=Release -DLB_WITH_CUDA=ON -DLB_NATIVE=OFF \
   -DCMAKE_CXX_FLAGS="-march=x86-64-v3" -DCMAKE_CUDA_ARCHITECTURES=90
-lb_build "$build" layerbench lb_ukernel_bench lb_gpu_tests lb_gpu_own_tests lb_cuda_smoke
+lb_build "$build" layerbench lb_gpu_tests lb_gpu_own_tests lb_cuda_smoke
 
 rm -rf .gpu-bundle
 mkdir -p .gpu-bundle/bin .gpu-bundle/lib
-cp "$build/bench/layerbench" "$build/bench/lb_ukernel_bench" "$build/cuda/lb_gpu_tests" "$build/cuda/lb_gpu_own_tests" "$build/cuda/lb_cuda_smoke" \
+cp "$build/bench/layerbench" "$build/cuda/lb_gpu_tests" "$build/cuda/lb_gpu_own_tests" "$build/cuda/lb_cuda_smoke" \
   .gpu-bundle/bin/
 strip .gpu-bundle/bin/*
 # Every library the binaries need that is not glibc, libstdc++ or CUDA's own (the GPU

@@ -6,7 +6,8 @@
 # says what each stage runs and what comes back.
 #
 # usage: scripts/gpu-check.sh OUTDIR [--budget SECONDS] [--dry-run]
-#   --budget   the whole check's time (default 570: one 600-second device command)
+#   --budget   the whole check's time (default 360: a device loan of 15 minutes, machine
+#              start included, still has room for a second run of it)
 #   --dry-run  every stage's logic on tiny problems, CPU kernels beside the GPU ones, in
 #              90 s (default), its last sweep cut by its box every time: for CI, on a
 #              machine without a GPU (scripts/tests/gpu_check_test.sh)
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$out" ] || usage
-if [ -z "$budget" ]; then budget=570 && [ $dry = 1 ] && budget=90; fi
+if [ -z "$budget" ]; then budget=360 && [ $dry = 1 ] && budget=90; fi
 case $budget in '' | *[!0-9]* | ? | 1?)
   echo "gpu-check: --budget '$budget': expected whole seconds, at least 20" >&2
   exit 2
@@ -105,13 +106,15 @@ export PATH="$PATH:/usr/local/nvidia/bin:/usr/local/cuda/bin"
 # weights still to come (what a command leaves unused goes to the later ones), at least
 # min_cmd. stage_note[N] is the stage's line in the summary.
 declare -a stage_note
+stages="1 2 3 4 5 6"
 stage_no=0 stage_name="" stage_start=0 stage_end=0 stage_cut="" stage_failed=0
-stage_begin() { # N NAME SHARE MIN DRY_MIN
+stage_begin() { # N NAME SHARE MIN DRY_MIN [MAX]
   stage_no=$1 stage_name=$2 stage_cut="" stage_failed=0 stage_start=$(now)
   local left=$((deadline - stage_start)) box min=$4
   [ $dry = 1 ] && min=$5
   box=$((left * $3 / 100))
   [ "$box" -ge "$min" ] || box=$min
+  [ -z "${6:-}" ] || [ "$box" -le "$6" ] || box=$6
   [ "$box" -le "$left" ] || box=$left
   stage_end=$((stage_start + box))
   if [ "$box" -lt 2 ]; then
@@ -192,13 +195,32 @@ flush() {
 # summary.txt: the stages so far, then each run's CPU vs GPU table.
 summarize() {
   local n r
-  for n in 1 2 3 4 5; do [ -n "${stage_note[$n]:-}" ] && echo "${stage_note[$n]}"; done
+  for n in $stages; do [ -n "${stage_note[$n]:-}" ] && echo "${stage_note[$n]}"; done
+  # One CPU vs GPU table over every run (scripts/report on the merged sweep, without plots:
+  # Python's standard library only), else each run's own.
+  if [ -s "$work/report/report.md" ]; then
+    echo
+    awk '/^## CPU vs GPU/{on=1; print; next} /^## /{on=0} on' "$work/report/report.md"
+    return
+  fi
   for r in "${runs[@]}"; do
     [ -s "$r.out" ] || continue
     echo
     echo "== ${r##*/}"
     awk '/^problem /{on=1} /^results:/{on=0} on' "$r.out"
   done
+}
+# The merged sweep's report (report.md, its CSVs) in the work folder, for the summary.
+report() {
+  [ -s "$work/sweep.json" ] || return 0
+  rm -rf "$work/report"
+  if timeout -k 5 60 python3 "$repo/scripts/report" "$work/sweep.json" --out "$work/report" --no-plots \
+    --layerbench "$lb" >"$work/report.out" 2>&1; then
+    log "report: the CPU vs GPU table of every run in summary.txt"
+  else
+    log "report: scripts/report failed ($(tail -n 1 "$work/report.out")): each run's own table in summary.txt"
+    rm -rf "$work/report"
+  fi
 }
 
 # run NAME [--no-self-budget] ARGS...: one `layerbench run` in its box; --budget a little
@@ -274,12 +296,12 @@ test_bin() {
   shift 4
   rc=-1
   if [ ! -x "$bundle/bin/$name" ]; then
-    fail "stage 2 tests: $name is not in the bundle ($bundle/bin): rebuild it with scripts/gpu-bundle.sh"
+    fail "stage $stage_no $stage_name: $name is not in the bundle ($bundle/bin): rebuild it with scripts/gpu-bundle.sh"
     return
   fi
   if ! box "$w" "$rest"; then
     mark_cut "$label not started"
-    fail "stage 2 tests: $label not started (no time left in the box)"
+    fail "stage $stage_no $stage_name: $label not started (no time left in the box)"
     return
   fi
   local t0 tmp=$work/test.out
@@ -291,24 +313,24 @@ test_bin() {
   local took=$(($(now) - t0)) skipped
   skipped=$(grep -c '^\[  SKIPPED \]' "$tmp")
   if [ $# -gt 0 ] && grep -q 'Device not supported' "$tmp"; then
-    log "stage 2 tests: $label: compute-sanitizer cannot use this GPU (Device not supported: a gVisor machine?): not run"
+    log "stage $stage_no $stage_name: $label: compute-sanitizer cannot use this GPU (Device not supported: a gVisor machine?): not run"
     return
   fi
   case $rc in
-    0) log "stage 2 tests: $label passed ($took s$([ "$skipped" -gt 0 ] && echo ", $skipped tests skipped inside"))" ;;
+    0) log "stage $stage_no $stage_name: $label passed ($took s$([ "$skipped" -gt 0 ] && echo ", $skipped tests skipped inside"))" ;;
     77)
       if [ $gpu_seen = 1 ]; then
-        fail "stage 2 tests: $label SKIPPED although nvidia-smi lists a GPU: FAILED ($(grep -m1 SKIPPED "$tmp"))"
+        fail "stage $stage_no $stage_name: $label SKIPPED although nvidia-smi lists a GPU: FAILED ($(grep -m1 SKIPPED "$tmp"))"
       else
-        log "stage 2 tests: $label SKIPPED (no GPU: $(grep -m1 -o 'SKIPPED: .*' "$tmp" | cut -c10-))"
+        log "stage $stage_no $stage_name: $label SKIPPED (no GPU: $(grep -m1 -o 'SKIPPED: .*' "$tmp" | cut -c10-))"
       fi
       ;;
     124 | 137)
       mark_cut "$label cut at $tbox s"
-      fail "stage 2 tests: $label did not finish in its box ($tbox s): FAILED (a hang?)"
+      fail "stage $stage_no $stage_name: $label did not finish in its box ($tbox s): FAILED (a hang?)"
       ;;
     *)
-      fail "stage 2 tests: $label FAILED (exit $rc, $took s)"
+      fail "stage $stage_no $stage_name: $label FAILED (exit $rc, $took s)"
       grep -E '^\[  FAILED  \]|ERROR SUMMARY|^SKIPPED' "$tmp" | sort -u | sed -n 1,10p | sed 's/^/    /' |
         tee -a "$out/gpu-check.log"
       ;;
@@ -475,7 +497,7 @@ stage1() {
   if box 1 0; then
     boxed_lb run --problem "dense mb=16 ic=16 oc=16 dt=f32 relu=none name=peaks" --kernel "$peak_kernels" \
       --threads "$threads" --benchmark_min_time=0.01 >"$work/peaks.out" 2>&1
-    case $? in # 1: the tiny case failed (stage 3 checks the kernels), not the peaks
+    case $? in # 1: the tiny case failed (stages 2 and 4 check the kernels), not the peaks
       0 | 1) sed -n 's/^layerbench: measuring the /peak: /p' "$work/peaks.out" | while read -r line; do log "stage 1 environment: $line"; done ;;
       124 | 137)
         mark_cut "peaks not measured in $tbox s"
@@ -488,13 +510,16 @@ stage1() {
   stage_done
 }
 
-# Kernel ids from `layerbench list`: the GPU ones a default sweep takes (not opt-in), the
-# CPU ones likewise (not ref: the oracle), the SGEMM progression's steps 01-06 (07 runs in
-# stage 4).
+# Kernel ids from `layerbench list`: the GPU ones a default sweep takes (not opt-in); one
+# CPU kernel per op, oneDNN's where it has one (the CPU's side of the CPU vs GPU answer;
+# docs/backends.md compares ours with it), else the op's first; the SGEMM progression's
+# steps 01-06 (07 runs in stage 5).
 kernels() { # gpu | cpu | progression
   case $1 in
     gpu) awk '$2 == "gpu" && !/\[opt-in\]/ {print $1}' <<<"$kernels_list" ;;
-    cpu) awk '$2 == "cpu" && !/\[opt-in\]/ && $1 !~ /\.ref\./ {print $1}' <<<"$kernels_list" ;;
+    cpu) awk '$2 == "cpu" && !/\[opt-in\]/ && $1 !~ /\.ref\./ {
+            split($1, id, "."); if (!(id[1] in pick) || id[2] == "onednn" && pick[id[1]] !~ /\.onednn\./) pick[id[1]] = $1
+          } END { for (op in pick) print pick[op] }' <<<"$kernels_list" | sort ;;
     progression) awk '$2 == "gpu" && $1 ~ /^dense\.cuda\.0[1-6]_/ {print $1}' <<<"$kernels_list" ;;
   esac | paste -sd, -
 }
@@ -508,11 +533,13 @@ if [ $dry = 1 ]; then
   printf '%s\n' "dense mb=4 ic=64 oc=33 dt=f32 relu=none name=fc_tiny" \
     "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=fused name=conv_tiny" \
     "conv2d mb=1 ic=8 ih=12 iw=12 oc=8 kh=3 kw=3 sh=1 ph=1 g=8 dt=f32 relu=none name=dw_tiny" >"$work/net.txt"
+  confirm_sources=("--suite $work/gemm.txt" "--suite smoke --dir bwd_d,bwd_w,bwd,train")
   check_sources=("--suite smoke" "--suite $work/net.txt")
   check_backends=cublas,cudnn,cuda,cpu
   gemm_src=(--suite "$work/gemm.txt")
   lstm_src=(--suite "$work/lstm.txt")
   net_src=(--suite "$work/net.txt")
+  net2_src=(--suite "$work/net.txt" --batch 2)
   prog_src=(--suite "$work/gemm.txt")
   # Minutes on any development host, far more than its box: at batch 1 and 16 alone the
   # sweep once finished inside its 70 s box (62 s, the 2-core AMD EPYC Zen 3 VM, quiet),
@@ -521,46 +548,67 @@ if [ $dry = 1 ]; then
   common=(--benchmark_min_time=0.01)
 else
   grep 'name=gemm4096' "$repo/bench/suites/gpu_gemm.txt" >"$work/gemm4096.txt"
-  check_sources=("--suite smoke" "--suite smoke --dir bwd_d,bwd_w,bwd" "--network alexnet" "--network mobilenet_v1"
-    "--network lstm_lm")
+  # First, in at most 90 s: the f16/bf16 verdicts (the exact-grid bias fix) and the
+  # backward passes, so that a second run of the check still fits the loan.
+  confirm_sources=("--suite smoke" "--suite smoke --dir bwd_d,bwd_w,bwd,train")
+  check_sources=("--network mobilenet_v1" "--network alexnet" "--network lstm_lm" "--network resnet50")
   check_backends=cublas,cudnn,cuda
   gemm_src=(--suite gpu_gemm)
   lstm_src=(--suite lstm)
-  net_src=(--network "alexnet,mobilenet_v1" --batch "1,32")
+  # MobileNet first: its last layers were never reached in the first GPU run.
+  net_src=(--network mobilenet_v1 --batch "1,32")
+  net2_src=(--network alexnet --batch "1,32")
   prog_src=(--suite "$work/gemm4096.txt")
-  cpu_net_src=("${net_src[@]}")
+  cpu_net_src=(--network "mobilenet_v1,alexnet" --batch "1,32")
   common=(--benchmark_min_time=0.05)
 fi
 
-# --- stage 2: tests --------------------------------------------------------------------
+# --- stage 2: confirm --------------------------------------------------------------------
+# What the last loan left open, checked first and quickly: every GPU kernel's f16 and bf16
+# verdicts and the backward passes on the smoke suite.
 stage2() {
-  stage_begin 2 tests 25 60 30 || return
+  stage_begin 2 confirm 25 30 8 90 || return
+  check_stage "${confirm_sources[@]}"
+  stage_done
+}
+
+# --- stage 3: tests --------------------------------------------------------------------
+stage3() {
+  stage_begin 3 tests 25 60 15 || return
   test_bin lb_cuda_smoke lb_cuda_smoke 1 9
   test_bin lb_gpu_own_tests lb_gpu_own_tests 3 6
   test_bin lb_gpu_tests lb_gpu_tests 3 3
   local cs
   cs=$(command -v compute-sanitizer)
   if [ -z "$cs" ]; then
-    log "stage 2 tests: compute-sanitizer not found (PATH, /usr/local/cuda/bin): memcheck not run"
+    log "stage $stage_no $stage_name: compute-sanitizer not found (PATH, /usr/local/cuda/bin): memcheck not run"
   else
     test_bin "memcheck lb_gpu_own_tests" lb_gpu_own_tests 3 0 "$cs" --tool memcheck --error-exitcode 86 --print-limit 20
-    [ "$rc" = 0 ] && log "stage 2 tests: memcheck: $(grep -m1 -o 'ERROR SUMMARY.*' "$work/test.out")"
+    [ "$rc" = 0 ] && log "stage $stage_no $stage_name: memcheck: $(grep -m1 -o 'ERROR SUMMARY.*' "$work/test.out")"
   fi
   stage_done
 }
 
-# --- stage 3: checks ---------------------------------------------------------------------
-stage3() {
-  stage_begin 3 checks 30 60 20 || return
-  local i n=${#check_sources[@]} src t0 rc tmp=$work/check.out
+# --- stage 4: checks ---------------------------------------------------------------------
+stage4() {
+  stage_begin 4 checks 30 60 15 || return
+  check_stage "${check_sources[@]}"
+  stage_done
+}
+
+# check_stage SOURCE...: `layerbench check` of the GPU backends on each source (one or
+# more words each), every float dtype, in the stage's box.
+check_stage() {
+  local sources=("$@")
+  local i n=${#sources[@]} src t0 rc tmp=$work/check.out
   for ((i = 0; i < n; i++)); do
-    src=${check_sources[$i]}
+    src=${sources[$i]}
     if ! box 1 $((n - i - 1)); then
       mark_cut "check $src not started"
-      log "stage 3 checks: check $src not started (no time left in the box)"
+      log "stage $stage_no $stage_name: check $src not started (no time left in the box)"
       continue
     fi
-    echo "=== check --backend $check_backends $src (box $tbox s)" >>"$work/checks.log"
+    echo "=== stage $stage_no check --backend $check_backends $src (box $tbox s)" >>"$work/checks.log"
     t0=$(now)
     # shellcheck disable=SC2086  # $src is two words on purpose
     boxed_lb check --backend "$check_backends" $src --dtype f32,tf32,f16,bf16 >"$tmp" 2>&1
@@ -569,59 +617,58 @@ stage3() {
     local what
     what="check $src: $(grep '^check: ' "$tmp" | tail -n 1 | cut -c8-) ($(($(now) - t0)) s)"
     case $rc in
-      0) log "stage 3 checks: $what" ;;
+      0) log "stage $stage_no $stage_name: $what" ;;
       124 | 137)
         mark_cut "check $src cut at $tbox s"
-        log "stage 3 checks: check $src cut at its box ($tbox s): $(grep -c '^passed' "$tmp") passed before"
+        log "stage $stage_no $stage_name: check $src cut at its box ($tbox s): $(grep -c '^passed' "$tmp") passed before"
         ;;
       *)
-        fail "stage 3 checks: $what: FAILED (exit $rc)"
+        fail "stage $stage_no $stage_name: $what: FAILED (exit $rc)"
         grep -E '^(failed|mistrusted) |repro:' "$tmp" | sed -n 1,10p | sed 's/^/    /' | tee -a "$out/gpu-check.log"
         ;;
     esac
-    if no_device "$tmp"; then fail "stage 3 checks: check $src: nvidia-smi lists a GPU, but layerbench found $(grep -m1 -o 'no usable CUDA device.*' "$tmp")"; fi
+    if no_device "$tmp"; then fail "stage $stage_no $stage_name: check $src: nvidia-smi lists a GPU, but layerbench found $(grep -m1 -o 'no usable CUDA device.*' "$tmp")"; fi
   done
-  stage_done
 }
 
-# --- stage 4: GPU timed runs -------------------------------------------------------------
-stage4() {
-  stage_begin 4 gpu-runs 70 90 30 || return
+# --- stage 5: GPU timed runs -------------------------------------------------------------
+# Every float dtype the kernels take (f8: cuBLASLt's GEMMs; tf32 and f16 convolutions too).
+stage5() {
+  stage_begin 5 gpu-runs 70 90 20 || return
   local gpu extra="" common=("${common[@]}")
   gpu=$(kernels gpu)
   [ $dry = 1 ] && extra=,$(kernels cpu) && common+=(--threads "$threads")
-  run gpu_gemm 1 4 "${gemm_src[@]}" --kernel "dense.cublas.lt,dense.cuda.07_warptile,dense.cuda.08_mma${extra}" \
-    --dtype f32,tf32,bf16
-  run lstm 1 3 "${lstm_src[@]}" --kernel "$gpu$extra" --dtype f32,tf32,bf16 --sync spin,blocking
-  run networks 3 0 "${net_src[@]}" --kernel "$gpu$extra" --dtype f32,bf16
+  run gpu_gemm 1 6 "${gemm_src[@]}" --kernel "dense.cublas.lt,dense.cuda.07_warptile,dense.cuda.08_mma${extra}" \
+    --dtype f32,tf32,f16,bf16,f8
+  run lstm 1 5 "${lstm_src[@]}" --kernel "$gpu$extra" --dtype f32,tf32,bf16 --sync spin,blocking
+  run networks 3 2 "${net_src[@]}" --kernel "$gpu$extra" --dtype f32,tf32,f16,bf16
+  run networks_2 2 0 "${net2_src[@]}" --kernel "$gpu$extra" --dtype f32,tf32,f16,bf16
   stage_done
 }
 
-# --- stage 5: if time is left: the SGEMM progression, the CPU side ----------------------
-stage5() {
-  stage_begin 5 cpu-and-progression 100 30 5 || return
+# --- stage 6: if time is left: the CPU side of the same problems, the SGEMM progression -
+stage6() {
+  stage_begin 6 cpu-vs-gpu 100 30 5 || return
   local cpu last=() common=("${common[@]}")
   cpu=$(kernels cpu)
   [ $dry = 1 ] && last=(--no-self-budget)
-  run sgemm_progression 1 5 "${prog_src[@]}" --kernel "$(kernels progression)" --dtype f32
-  run cpu_gemm 1 4 "${gemm_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
-  run cpu_lstm 1 3 "${lstm_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
-  run cpu_networks "${last[@]}" 3 0 "${cpu_net_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
+  run cpu_gemm 1 6 "${gemm_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
+  run cpu_lstm 1 5 "${lstm_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
+  run sgemm_progression 1 4 "${prog_src[@]}" --kernel "$(kernels progression)" --dtype f32
+  run cpu_networks "${last[@]}" 4 0 "${cpu_net_src[@]}" --kernel "$cpu" --dtype f32,bf16 --threads "$threads"
   stage_done
 }
 
 log "gpu-check$([ $dry = 1 ] && echo ' --dry-run'): budget $budget s, into $out"
 kernels_list=""
 if stage1; then
-  stage2
-  stage3
-  stage4
-  stage5
+  for n in 2 3 4 5 6; do "stage$n"; done
 else
-  for n in 2 3 4 5; do stage_note[n]="stage $n: skipped (stage 1 stopped the check)"; done
+  for n in 2 3 4 5 6; do stage_note[n]="stage $n: skipped (stage 1 stopped the check)"; done
 fi
+report
 summarize >"$out/summary.txt"
 log "summary, exit status $status:"
-for n in 1 2 3 4 5; do log "  ${stage_note[$n]:-stage $n: not reached}"; done
+for n in $stages; do log "  ${stage_note[$n]:-stage $n: not reached}"; done
 log "files: $(find "$out" -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ')"
 exit $status

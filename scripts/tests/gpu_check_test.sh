@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh --dry-run end to end, on a machine without a GPU: a bundle of
 # symlinks to BUILD_DIR's binaries, then the checks of what the run left: exit 0 (SKIPs
-# are fine without a GPU), stages 1-5 in order, a stage cut by its time box whose
+# are fine without a GPU), stages 1-6 in order (the confirming stage second), a stage cut by its time box whose
 # finished cases are in the merged sweep.json.gz (valid JSON), at most 8 files in OUTDIR,
 # the budget kept, no work files left behind. One line per broken assertion.
 # usage: scripts/tests/gpu_check_test.sh BUILD_DIR     (exit 77: BUILD_DIR has no CUDA build)
@@ -40,15 +40,17 @@ log=$out/gpu-check.log
 
 [ $rc = 0 ] || bad "exit status $rc, expected 0 (no GPU here: SKIPs count as skipped)"
 [ -s "$log" ] || bad "no gpu-check.log in OUTDIR"
-# Stages 1-5 each began, in order.
-order=$(sed -n 's/.*\] stage \([1-5]\) [a-z-]*: box .*/\1/p' "$log" | tr -d '\n')
-[ "$order" = 12345 ] || bad "stages began in the order '$order', expected 12345"
-# Its summary names every stage.
-for n in 1 2 3 4 5; do
+# Stages 1-6 each began, in order, the confirming checks second.
+order=$(sed -n 's/.*\] stage \([1-6]\) [a-z-]*: box .*/\1/p' "$log" | tr -d '\n')
+[ "$order" = 123456 ] || bad "stages began in the order '$order', expected 123456"
+grep -q '\] stage 2 confirm: box ' "$log" || bad "stage 2 is not the confirming checks"
+# Its summary names every stage, and the merged CPU vs GPU table is in summary.txt.
+grep -q '^## CPU vs GPU' "$out/summary.txt" || bad "summary.txt has no merged CPU vs GPU table"
+for n in 1 2 3 4 5 6; do
   grep -q "^\[gpu-check [0-9]*s\]   stage $n [a-z-]*: \(ran\|cut\)" "$log" || bad "the summary has no line for stage $n"
 done
 # A stage was cut by its box, the dry run's last sweep (cpu_networks) among what it cut.
-grep -q '^\[gpu-check [0-9]*s\]   stage [1-5] [a-z-]*: cut at [0-9]* s (' "$log" || bad "no stage was cut by its time box"
+grep -q '^\[gpu-check [0-9]*s\]   stage [1-6] [a-z-]*: cut at [0-9]* s (' "$log" || bad "no stage was cut by its time box"
 line=$(grep -m1 'cpu_networks: [0-9]* of [0-9]* cases' "$log")
 finished=$(sed -n 's/.*cpu_networks: \([0-9]*\) of \([0-9]*\) cases.*/\1/p' <<<"$line")
 total=$(sed -n 's/.*cpu_networks: \([0-9]*\) of \([0-9]*\) cases.*/\2/p' <<<"$line")
