@@ -258,7 +258,7 @@ using Shapes = std::vector<std::vector<int64_t>>;
 // as the op's traits derive them.
 void op_layer(Node& node, const OpTraits& op, const Keys& kv, const Shapes& in, const GraphReader& r) {
   need(node.kind, in[0], op.layer.ranks, op.layer.input);
-  node.problem = op_problem(node.kind, kv, op.layer.keys(in[0], r.g.batch), r.g.dt, node.name);
+  node.problem = op_problem(op.name, kv, op.layer.keys(in[0], r.g.batch), r.g.dt, node.name);
   node.out_shape = op.layer.out_shape(*node.problem, in[0]);
 }
 
@@ -274,24 +274,33 @@ void embedding_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& 
   node.out_shape = {in[0][0], dim};
 }
 
-void pool_layer(Node& node, Keys& kv, const Shapes& ins, const GraphReader&) {
-  const std::string& kind = node.kind;
-  const std::vector<int64_t>& in = ins[0];
-  need(kind, in, {3}, "an image (c×h×w)");
-  const int64_t k = take_int(kv, kind, "k", {}, 1), s = take_int(kv, kind, "s", k, 1),
-                p = take_int(kv, kind, "p", 0, 0);
-  no_more_keys(kv, kind, "k= s= p=");
-  if (k > in[1] + 2 * p || k > in[2] + 2 * p)
-    throw Error(kind + ": k=" + std::to_string(k) + ": larger than the padded input " + shape_string(in));
-  node.out_shape = {in[0], (in[1] + 2 * p - k) / s + 1, (in[2] + 2 * p - k) / s + 1};
-}
+// The network kinds that are an op with some of its keys set: the pools, pool2d with its
+// alg=, and the global one with its window the whole plane (PyTorch's AdaptiveAvgPool2d(1)
+// on a square plane).
+struct OpKind {
+  std::string_view kind;
+  Op op;
+  std::string_view alg;
+  bool global = false;
+};
+constexpr OpKind kOpKinds[] = {{"maxpool", Op::pool2d, "max"},
+                               {"avgpool", Op::pool2d, "avg"},
+                               {"global_avgpool", Op::pool2d, "avg", true}};
 
-// The average of each channel's whole plane (ONNX's GlobalAveragePool, PyTorch's
-// AdaptiveAvgPool2d(1)): c×1×1.
-void global_pool_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
-  need(node.kind, in[0], {3}, "an image (c×h×w)");
-  no_more_keys(kv, node.kind, "nothing");
-  node.out_shape = {in[0][0], 1, 1};
+void op_kind_layer(Node& node, const OpKind& kind, Keys kv, const Shapes& in, const GraphReader& r) {
+  const OpTraits& op = traits(kind.op);
+  need(node.kind, in[0], op.layer.ranks, op.layer.input);
+  for (const char* given : {"alg", "k", "s", "p"})
+    if (kv.count(given) && (std::string_view(given) == "alg" || kind.global))
+      throw Error(node.kind + ": " + given + "=" + kv.at(given) +
+                  ": set by the kind (use pool2d to give it)");
+  kv["alg"] = std::string(kind.alg);
+  if (kind.global) {
+    if (in[0][1] != in[0][2])
+      throw Error(node.kind + ": needs a square plane, the previous layer gives " + shape_string(in[0]));
+    kv["k"] = std::to_string(in[0][1]);
+  }
+  op_layer(node, op, kv, in, r);
 }
 
 // relu and relu6 (min(max(x, 0), 6), MobileNet v2's).
@@ -314,7 +323,8 @@ void batchnorm_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& 
   no_more_keys(kv, node.kind, "nothing");
   const int input = node.inputs[0];
   const bool folds =
-      input != kGraphInput && r.g.nodes[input].problem && r.g.nodes[input].problem->op() != Op::lstm;
+      input != kGraphInput && r.g.nodes[input].problem &&
+      (r.g.nodes[input].problem->op() == Op::conv2d || r.g.nodes[input].problem->op() == Op::dense);
   node.params = (folds ? 1 : 2) * in[0][0];
   node.param_bytes = double(node.params) * size_of(storage_of(r.g.dt, Arg::bias));
   node.new_buffer = false;
@@ -359,26 +369,23 @@ struct LayerKind {
   LayerReader read;
   bool many_inputs = false;
 };
-constexpr LayerKind kLayerKinds[] = {{"embedding", embedding_layer},
-                                     {"relu", relu_layer},
-                                     {"relu6", relu_layer},
-                                     {"batchnorm", batchnorm_layer},
-                                     {"maxpool", pool_layer},
-                                     {"avgpool", pool_layer},
-                                     {"global_avgpool", global_pool_layer},
-                                     {"flatten", shape_only_layer},
-                                     {"softmax", shape_only_layer},
-                                     {"add", add_layer, true},
-                                     {"concat", concat_layer, true}};
+constexpr LayerKind kLayerKinds[] = {{"embedding", embedding_layer}, {"relu", relu_layer},
+                                     {"relu6", relu_layer},          {"batchnorm", batchnorm_layer},
+                                     {"flatten", shape_only_layer},  {"softmax", shape_only_layer},
+                                     {"add", add_layer, true},       {"concat", concat_layer, true}};
 
 void shape_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
   for (Op op : kAllOps)
     if (node.kind == name(op)) return op_layer(node, traits(op), kv, in, r);
+  for (const OpKind& kind : kOpKinds)
+    if (node.kind == kind.kind) return op_kind_layer(node, kind, kv, in, r);
   for (const LayerKind& kind : kLayerKinds)
     if (node.kind == kind.name) return kind.read(node, kv, in, r);
   std::string expected;  // "dense conv2d lstm embedding ... concat"
   for (Op op : kAllOps)
     expected += std::string(name(op)) + " ";
+  for (const OpKind& kind : kOpKinds)
+    expected += std::string(kind.kind) + " ";
   for (const LayerKind& kind : kLayerKinds)
     expected += std::string(kind.name) + " ";
   expected.pop_back();

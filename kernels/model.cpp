@@ -30,7 +30,9 @@ Model model(const Problem& p) {
   // A backward pass computes each product of the forward once per gradient (pass_macs).
   m.macs = pass_macs(p);
   const int64_t forward_macs = op.macs(p);
-  m.macs_on_input = (op.macs_on_input ? op.macs_on_input(p) : forward_macs) * (m.macs / forward_macs);
+  m.macs_on_input = forward_macs == 0
+                        ? 0  // no products (a pool): no FLOPs either
+                        : (op.macs_on_input ? op.macs_on_input(p) : forward_macs) * (m.macs / forward_macs);
   const double out = double(elements(output_dims(p)));
   m.dst_bytes = bytes(Arg::dst, out);
   m.relu_bytes = p.relu == Relu::separate ? bytes(Arg::relu_dst, out) : 0.0;

@@ -190,7 +190,9 @@ with tempfile.TemporaryDirectory() as tmp:
             if key.startswith("lb_") and isinstance(value, (int, float)) and not isinstance(value, bool):
                 check(math.isfinite(value) and value >= 0, f"{name}: {key} = {value}")
         if r["threads"] == 1 and "threads:1" in name and r["real_time"] > 0:
-            check(r["lb_pred_macs"] > 0, f"{name}: no MACs")
+            # A pool has no products (its FLOP/s read 0); every case has activation bytes.
+            check(r["lb_pred_macs"] > 0 or r.get("lb_op") == "pool2d", f"{name}: no MACs")
+            check(r.get("lb_pred_act_bytes", 0) > 0, f"{name}: no activation bytes")
     # The settings line, the context line, then one line per run as the cases finished.
     with open(out + "l") as f:
         lines = [json.loads(l) for l in f]

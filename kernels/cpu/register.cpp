@@ -84,6 +84,12 @@ void register_cpu(Registry& r) {
          .multithreaded = true,
          .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
+  r.add({.id = "pool2d.cpu.default",
+         .idea = "separable: each input row reduced across once into a ring of K rows, output rows down "
+                 "them (vectorised)",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_pool2d(); });
 }
 
 }  // namespace lb

@@ -13,5 +13,6 @@ std::unique_ptr<Kernel> make_conv2d();
 std::unique_ptr<Kernel> make_conv2d_backward();  // conv2d_backward.cpp: its backward passes
 std::unique_ptr<Kernel> make_depthwise_conv2d();
 std::unique_ptr<Kernel> make_lstm();
+std::unique_ptr<Kernel> make_pool2d();
 
 }  // namespace lb::eigen

@@ -36,6 +36,11 @@ void register_eigen(Registry& r) {
          .accumulation = "f32",
          .multithreaded = true},
         [] { return make_lstm(); });
+  r.add({.id = "pool2d.eigen.taps",
+         .idea = "per-plane Eigen array expressions, one per window tap",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_pool2d(); });
 }
 
 }  // namespace lb

@@ -15,5 +15,6 @@ enum class Layouts { library, nchw, blocked };
 std::unique_ptr<Kernel> make_dense();
 std::unique_ptr<Kernel> make_conv2d(Layouts layouts);
 std::unique_ptr<Kernel> make_lstm();
+std::unique_ptr<Kernel> make_pool2d();
 
 }  // namespace lb::onednn

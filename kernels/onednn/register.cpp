@@ -79,6 +79,11 @@ void register_onednn(Registry& r) {
          .multithreaded = true,
          .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
+  r.add({.id = "pool2d.onednn.default",
+         .idea = "pooling primitive on NCHW as given (no reorders)",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_pool2d(); });
 }
 
 }  // namespace lb

@@ -14,6 +14,8 @@ const OpTraits& traits(Op op) {
       return conv2d_traits();
     case Op::lstm:
       return lstm_traits();
+    case Op::pool2d:
+      return pool2d_traits();
   }
   throw Error("op " + std::to_string(int(op)) + ": not an op");
 }

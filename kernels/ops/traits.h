@@ -146,5 +146,6 @@ std::string power_of_two(long double n);
 const OpTraits& dense_traits();
 const OpTraits& conv2d_traits();
 const OpTraits& lstm_traits();
+const OpTraits& pool2d_traits();
 
 }  // namespace lb

@@ -72,5 +72,6 @@ class Oracle : public Kernel {
 std::unique_ptr<Kernel> make_dense();
 std::unique_ptr<Kernel> make_conv2d();
 std::unique_ptr<Kernel> make_lstm();
+std::unique_ptr<Kernel> make_pool2d();
 
 }  // namespace lb::ref

@@ -26,6 +26,11 @@ void register_ref(Registry& r) {
          .accumulation = "f64",
          .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_lstm(); });
+  r.add({.id = "pool2d.ref.naive",
+         .idea = "the window's taps per output, in double",
+         .accumulation = "f64",
+         .passes = {Pass::fwd}},
+        [] { return make_pool2d(); });
 }
 
 }  // namespace lb

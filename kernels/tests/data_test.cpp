@@ -40,7 +40,7 @@ TEST(Network, AlexNetMatchesTorchvision) {
   EXPECT_EQ(layer(n, "pool5").out_shape, (std::vector<int64_t>{256, 6, 6}));
   EXPECT_EQ(layer(n, "fc6").params, 9216 * 4096 + 4096);
   EXPECT_EQ(layer(n, "fc6").param_bytes, 4.0 * (9216 * 4096 + 4096));
-  EXPECT_EQ(problems(n).size(), 8u);
+  EXPECT_EQ(problems(n).size(), 11u);  // 5 conv2d, 3 maxpool (pool2d), 3 dense
   EXPECT_EQ(problems(n)[0].name, "conv1");
 }
 
@@ -96,8 +96,8 @@ TEST(Network, ErrorsCiteFileAndLine) {
   EXPECT_EQ(network_error("conv1 conv2d oc=8 kh=3 kw=3\n"),
             "net.txt:1: 'conv1': the first line must be 'input ...'");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\n# comment\n\nc1 conv2d oc=8 kh=3 kw=3\nc2 conv3d oc=8\n"),
-            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm embedding relu relu6 "
-            "batchnorm maxpool avgpool global_avgpool flatten softmax add concat");
+            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm pool2d maxpool avgpool "
+            "global_avgpool embedding relu relu6 batchnorm flatten softmax add concat");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3 ic=4\n"),
             "net.txt:2: conv2d: ic=4: the previous layer gives 3");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=0 kw=3\n"),
@@ -113,7 +113,7 @@ TEST(Network, ErrorsCiteFileAndLine) {
   EXPECT_EQ(network_error("input t=5\nl lstm hc=4\n"),
             "net.txt:2: lstm: token ids need an embedding layer first");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\np maxpool k=9\n"),
-            "net.txt:2: maxpool: k=9: larger than the padded input 3x8x8");
+            "net.txt:2: pool2d: k=9: larger than the padded input (8x8)");
   EXPECT_EQ(network_error("input c=3 h=8 w=8 x=1\n"),
             "net.txt:1: input: 'x=1': unknown key; expected c=, h= w= (an image), t= (a sequence)");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\n"), "net.txt: no layers after 'input'");
@@ -124,8 +124,9 @@ TEST(Network, SizesThatWouldOverflowAreRejected) {
   // the fuzz targets of kernels/tests/fuzz): a pool's huge padding in product() of its
   // output shape, the sum of three layers of almost 2^62 MACs each in totals(), T·batch
   // rows at a huge --batch.
+  // (The pool is an op now: its padding is at most half its window, so it stops there.)
   EXPECT_EQ(network_error("input c=1 h=1 w=1\np maxpool k=1 p=2147483647\nf flatten\n"),
-            "net.txt:2: maxpool: more than 2^40 values per sample (1x4294967295x4294967295)");
+            "net.txt:2: pool2d: p=2147483647: more than half the window k=1");
   EXPECT_EQ(network_error("input c=2147483647 h=2147483647 w=1\n"),
             "net.txt:1: input: more than 2^40 values per sample (2147483647x2147483647x1)");
   // Five layers of 2^60 MACs (each tensor within parse_problem's 2^48 elements).
@@ -171,7 +172,7 @@ TEST(Network, ResNet50MobileNetV2AndVgg16MatchThePapers) {
             layer(resnet, "s2b1_c1").inputs);  // both read the block's input
   EXPECT_EQ(layer(resnet, "s4b3_out").out_shape, (std::vector<int64_t>{2048, 7, 7}));
   EXPECT_EQ(layer(resnet, "pool").out_shape, (std::vector<int64_t>{2048, 1, 1}));
-  EXPECT_EQ(problems(resnet).size(), 54u);  // 49 convolutions on the main path, 4 projections, fc
+  EXPECT_EQ(problems(resnet).size(), 56u);  // 49 convolutions on the main path, 4 projections, fc, 2 pools
   const Graph mobilenet = load_network("mobilenet_v2", 1, DType::f32);
   const GraphTotals m = totals(mobilenet);
   EXPECT_EQ(m.params, 3504872);  // torchvision.models.mobilenet_v2

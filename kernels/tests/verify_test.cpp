@@ -445,10 +445,7 @@ TEST(Registry, IdsAreCheckedAndTheRefBackendCoversEveryOp) {
 TEST(Registry, APassTheKernelLacksIsDeclinedWithItsName) {
   for (const KernelEntry& k : registry().kernels()) {
     ASSERT_FALSE(k.info.passes.empty()) << k.info.id;
-    const std::string line = std::string(k.op_name()) == "lstm" ? "lstm mb=2 t=2 ic=8 hc=8"
-                             : std::string(k.op_name()) == "dense"
-                                 ? "dense mb=2 ic=8 oc=8"
-                                 : "conv2d mb=1 ic=8 ih=6 iw=6 oc=8 kh=3 kw=3 ph=1";
+    const std::string line(traits(parse_op(k.op_name())).probes.at(0));  // the op's first probe
     for (Pass pass : kAllPasses) {
       const Problem p = parse_problem(line);
       if (std::find(traits(p.op()).passes.begin(), traits(p.op()).passes.end(), pass) ==
