@@ -48,8 +48,9 @@ struct Graph {
 // moment of the pass.
 //   fwd (inference): the nodes' outputs, each freed after its last reader.
 //   train (a training step): the forward keeps what each node's backward reads — an op's
-//     input and what it saves beyond it (the LSTM's states), a ReLU's output (its mask),
-//     batchnorm's and maxpool's input, softmax's output — until that backward has run;
+//     input and what it saves beyond it (the LSTM's states), a ReLU's output (its mask;
+//     an op's own relu= too), batchnorm's and maxpool's input, softmax's output — until
+//     that backward has run;
 //     the backward, last node first, holds the gradient of each buffer from its last
 //     reader's backward to its writer's (an in-place ReLU's backward writes over it; the
 //     graph's input gets none); parameters, their gradients and the optimizer's state

@@ -11,7 +11,10 @@
 //   dx[n][g*C/G + c][h][w] += dz[n][k][p][q] * W[k][c][r][s]   for h = p*SH - PH + r*DH, ...
 //   dW[k][c][r][s]         = sum_{n,p,q} dz[n][k][p][q] * x[n][g*C/G + c][h][w]
 //   db[k]                  = sum_{n,p,q} dz[n][k][p][q]
-// each with its magnitude, the sum of the terms' absolute values.
+// each with its magnitude, the sum of the terms' absolute values. The forward's loops run
+// a plane's outputs side by side, each sum in the order above (vectorised): `check
+// --backend ref --network resnet50` 31 -> 5.4 s (Zen 5 VM, 2026-12-07).
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/ref/common.h"
@@ -42,6 +45,19 @@ class RefConv2d final : public Oracle {
   }
 
  private:
+  // The outputs [first, last) along one axis whose tap at `offset` (r·DH) lands inside the
+  // input (0 <= o·stride - pad + offset < n_in).
+  struct Taps {
+    int64_t first, last;
+  };
+  static Taps inside(int64_t n_in, int64_t n_out, int64_t stride, int64_t pad, int64_t offset) {
+    auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };
+    auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+    const int64_t first = std::max<int64_t>(0, ceil_div(pad - offset, stride));
+    const int64_t last = std::min(n_out, floor_div(n_in - 1 + pad - offset, stride) + 1);
+    return {first, std::max(first, last)};
+  }
+
   // Calls tap(n, k, p, q, x index, w index, y index) for every tap inside the image, in
   // the order the forward sums them; `keep(k)` skips output channels.
   template <class Tap, class Keep>
@@ -122,31 +138,39 @@ class RefConv2d final : public Oracle {
     const Conv2d& c = c_;
     const int64_t N = c.mb, C = c.ic, H = c.ih, W = c.iw, K = c.oc, R = c.kh, S = c.kw;
     const int64_t P = c.oh(), Q = c.ow(), G = c.g, Cg = C / G, Kg = K / G;
+    // Per output plane, the taps outer (cg, r, s, the order each output sums them) and the
+    // outputs they reach inner: each sum in the same order as one output at a time, the
+    // plane's outputs side by side (vectorised where the column stride is 1).
     for (int64_t n = 0; n < N; ++n)
       for (int64_t k = 0; k < K; ++k) {
-        const int64_t g = k / Kg;
-        for (int64_t p = 0; p < P; ++p)
-          for (int64_t q = 0; q < Q; ++q) {
-            double acc = b_[k], magnitude = std::fabs(b_[k]);
-            for (int64_t cg = 0; cg < Cg; ++cg) {
-              const double* x = &x_[(n * C + g * Cg + cg) * H * W];  // one input plane
-              const double* w = &w_[(k * Cg + cg) * R * S];          // one R×S filter
-              for (int64_t r = 0; r < R; ++r) {
-                const int64_t h = p * c.sh - c.ph + r * c.dh;
-                if (h < 0 || h >= H) continue;
-                for (int64_t s = 0; s < S; ++s) {
-                  const int64_t wi = q * c.sw - c.pw + s * c.dw;
-                  if (wi < 0 || wi >= W) continue;
-                  const double term = x[h * W + wi] * w[r * S + s];
-                  acc += term;
-                  magnitude += std::fabs(term);
+        const int64_t g = k / Kg, at = (n * K + k) * P * Q;
+        double* __restrict acc = &y_[at];
+        double* __restrict magnitude = &magnitude_[at];
+        std::fill(acc, acc + P * Q, b_[k]);
+        std::fill(magnitude, magnitude + P * Q, std::fabs(b_[k]));
+        for (int64_t cg = 0; cg < Cg; ++cg) {
+          const double* x = &x_[(n * C + g * Cg + cg) * H * W];  // one input plane
+          const double* w = &w_[(k * Cg + cg) * R * S];          // one R×S filter
+          for (int64_t r = 0; r < R; ++r) {
+            const Taps ps = inside(H, P, c.sh, c.ph, r * c.dh);
+            for (int64_t t = 0; t < S; ++t) {
+              const Taps qs = inside(W, Q, c.sw, c.pw, t * c.dw);
+              const double wv = w[r * S + t];
+              for (int64_t p = ps.first; p < ps.last; ++p) {
+                const double* row = x + (p * c.sh - c.ph + r * c.dh) * W - c.pw + t * c.dw;
+                double* a = acc + p * Q;
+                double* m = magnitude + p * Q;
+                for (int64_t q = qs.first; q < qs.last; ++q) {
+                  const double term = row[q * c.sw] * wv;
+                  a[q] += term;
+                  m[q] += std::fabs(term);
                 }
               }
             }
-            y_[((n * K + k) * P + p) * Q + q] = acc;
-            magnitude_[((n * K + k) * P + p) * Q + q] = magnitude;
-            stored_[((n * K + k) * P + p) * Q + q] = std::fabs(acc);  // rounded once, to dst
           }
+        }
+        for (int64_t i = 0; i < P * Q; ++i)
+          stored_[at + i] = std::fabs(acc[i]);  // rounded once, to dst
       }
     write_output(relu_, ts, y_);
   }
