@@ -33,6 +33,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/kernels.h"
@@ -88,36 +89,28 @@ class Pool2dKernel final : public Kernel {
   }
 
   // Row reductions across the window's K columns, columns [c0, c1) whose windows lie inside
-  // the row: with K and S known at compile time the loop is unrolled and vectorised
-  // (strided loads for S = 2).
-  template <int K, int S, bool Avg>
-  static void across(const float* x, float* r, int64_t c0, int64_t c1, int64_t pad) {
+  // the row. K and S are std::integral_constant for the common windows, so that the loop
+  // is unrolled and vectorised (strided loads for S = 2), or int64_t for the others.
+  template <bool Avg, class Kv, class Sv>
+  static void across(const float* x, float* r, int64_t c0, int64_t c1, int64_t pad, Kv K, Sv S) {
     for (int64_t c = c0; c < c1; ++c) {
-      const float* w = x + c * S - pad;
+      const float* w = x + c * int64_t(S) - pad;
       float acc = w[0];
-      for (int s = 1; s < K; ++s)
-        acc = Avg ? acc + w[s] : std::max(acc, w[s]);
-      r[c] = acc;
-    }
-  }
-  template <bool Avg>
-  static void across_any(const float* x, float* r, int64_t c0, int64_t c1, int64_t pad, int64_t K,
-                         int64_t S) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const float* w = x + c * S - pad;
-      float acc = w[0];
-      for (int64_t s = 1; s < K; ++s)
+      for (int64_t s = 1; s < int64_t(K); ++s)
         acc = Avg ? acc + w[s] : std::max(acc, w[s]);
       r[c] = acc;
     }
   }
   template <bool Avg>
   void across_inside(const float* x, float* r, int64_t c0, int64_t c1) const {
+    using Three = std::integral_constant<int64_t, 3>;
+    using Two = std::integral_constant<int64_t, 2>;
+    using One = std::integral_constant<int64_t, 1>;
     const int64_t K = q_.k, S = q_.s, pad = q_.p;
-    if (K == 3 && S == 2) return across<3, 2, Avg>(x, r, c0, c1, pad);
-    if (K == 2 && S == 2) return across<2, 2, Avg>(x, r, c0, c1, pad);
-    if (K == 3 && S == 1) return across<3, 1, Avg>(x, r, c0, c1, pad);
-    across_any<Avg>(x, r, c0, c1, pad, K, S);
+    if (K == 3 && S == 2) return across<Avg>(x, r, c0, c1, pad, Three{}, Two{});
+    if (K == 2 && S == 2) return across<Avg>(x, r, c0, c1, pad, Two{}, Two{});
+    if (K == 3 && S == 1) return across<Avg>(x, r, c0, c1, pad, Three{}, One{});
+    across<Avg>(x, r, c0, c1, pad, K, S);
   }
 
   // The plane's values in f32: the tensor's own where it is f32, else widened into `buf`.
