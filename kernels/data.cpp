@@ -58,13 +58,6 @@ void check_values(std::string_view kind, const std::vector<int64_t>& dims) {
     throw Error(std::string(kind) + ": more than 2^40 values per sample (" + shape_string(dims) + ")");
 }
 
-int64_t product(const std::vector<int64_t>& dims) {
-  int64_t p = 1;
-  for (int64_t d : dims)
-    p *= d;
-  return p;
-}
-
 // key=value tokens of one network line; throws on a malformed or repeated token.
 using Keys = KeyValues;
 

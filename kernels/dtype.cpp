@@ -134,16 +134,6 @@ float f16_to_f32(uint16_t h) {
   return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
 }
 
-uint16_t f32_to_bf16(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f)) return uint16_t((x >> 16) | 0x40u);
-  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
-float bf16_to_f32(uint16_t b) {
-  return std::bit_cast<float>(uint32_t(b) << 16);
-}
-
 float round_to_tf32(float f) {
   if (!std::isfinite(f)) return f;
   const uint32_t x = std::bit_cast<uint32_t>(f);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -35,8 +36,20 @@ double subnormal_half_spacing(Storage s);
 // Round-to-nearest-even conversions; the narrow formats are bit patterns.
 uint16_t f32_to_f16(float f);
 float f16_to_f32(uint16_t h);
-uint16_t f32_to_bf16(float f);
-float bf16_to_f32(uint16_t b);
+// bf16's are inline: kernels convert per element in their loops.
+// (memcpy, not std::bit_cast: nvcc compiles this header too, in C++17.)
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (f != f) return uint16_t((x >> 16) | 0x40u);  // NaN stays NaN
+  return uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+inline float bf16_to_f32(uint16_t b) {
+  const uint32_t x = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
 uint8_t f32_to_e4m3(float f);  // saturates to +-448, NaN stays NaN
 float e4m3_to_f32(uint8_t b);
 float round_to_tf32(float f);  // 10 explicit mantissa bits, as tensor cores read f32

@@ -6,7 +6,6 @@
 #include "kernels/tensor.h"
 
 namespace lb {
-namespace {
 
 int64_t product(const std::vector<int64_t>& dims) {
   int64_t p = 1;
@@ -14,8 +13,6 @@ int64_t product(const std::vector<int64_t>& dims) {
     p *= d;
   return p;
 }
-
-}  // namespace
 
 std::string shape_string(const std::vector<int64_t>& dims) {
   std::string s;

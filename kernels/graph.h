@@ -75,6 +75,7 @@ struct GraphTotals {
 GraphTotals totals(const Graph& g, Optimizer opt = Optimizer::sgd);
 
 std::string shape_string(const std::vector<int64_t>& dims);  // {64, 55, 55} -> "64x55x55"
+int64_t product(const std::vector<int64_t>& dims);           // the values of a shape
 
 // The graph's op nodes as problems (for check and run).
 std::vector<Problem> problems(const Graph& g);

@@ -60,6 +60,25 @@ Args parse_args(const std::string& command, const std::vector<std::string>& argv
   return a;
 }
 
+std::string join_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += ',';
+    out += item;
+  }
+  return out;
+}
+
+int64_t positive(const std::string& flag, const std::string& s) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(s, &used);
+    if (used == s.size() && v >= 1) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + " " + s + ": expected integers >= 1");
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;

@@ -2,6 +2,7 @@
 // Unknown flags are errors naming the flag; each subcommand declares what it takes.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +26,9 @@ struct Args {
 Args parse_args(const std::string& command, const std::vector<std::string>& argv,
                 const std::set<std::string>& value_flags, const std::set<std::string>& switch_flags);
 
-std::vector<std::string> split_list(const std::string& s);  // "a,b,c" -> {a, b, c}
+std::vector<std::string> split_list(const std::string& s);     // "a,b,c" -> {a, b, c}
+std::string join_list(const std::vector<std::string>& items);  // {a, b, c} -> "a,b,c"
+// An integer >= 1 of a --flag's list; throws "--flag s: expected integers >= 1".
+int64_t positive(const std::string& flag, const std::string& s);
 
 }  // namespace lb::cli

@@ -70,16 +70,6 @@ std::string as_is(const std::string& s) {
   return s;
 }
 
-int64_t positive(const std::string& flag, const std::string& s) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size() && v >= 1) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + flag + " " + s + ": expected integers >= 1");
-}
-
 double number(const Args& a, const std::string& flag, double fallback, double min, const char* example) {
   const auto v = a.get(flag);
   if (!v) return fallback;

@@ -11,15 +11,6 @@
 namespace lb::bench {
 namespace {
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) {
-    if (!out.empty()) out += ',';
-    out += item;
-  }
-  return out;
-}
-
 // Each item of a --flag list through `canonical` (which throws on a bad one); `words`
 // stand for several values ("all").
 template <class F>
@@ -32,16 +23,6 @@ std::vector<std::string> each(
   for (const std::string& item : cli::split_list(list))
     out.push_back(canonical(item));
   return out;
-}
-
-std::string positive(std::string_view flag, const std::string& s) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(s, &used);
-    if (used == s.size() && v >= 1) return std::to_string(v);
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + std::string(flag) + " " + s + ": expected integers >= 1");
 }
 
 template <class T, size_t N>
@@ -66,10 +47,6 @@ std::vector<std::string> given_or(const std::vector<std::string>& given, std::ve
   return given.empty() ? otherwise : given;
 }
 
-std::string given_joined(const std::vector<std::string>& given) {
-  return joined(given);
-}
-
 bool threaded(const KernelEntry& k) {
   return k.info.multithreaded && k.info.device != Device::gpu;
 }
@@ -84,7 +61,8 @@ std::vector<Axis> all_axes() {
        .of_case = false,
        .parse =
            [](const std::string& list) {
-             return each(list, [](const std::string& s) { return positive("batch", s); });
+             return each(list,
+                         [](const std::string& s) { return std::to_string(cli::positive("batch", s)); });
            },
        // "": the problem's own mb. A network's layer has mb per sample (T rows for a
        // sequence's projection), which --batch multiplies.
@@ -101,7 +79,7 @@ std::vector<Axis> all_axes() {
            },
        .name_part = nullptr,
        .setting = "batches",
-       .setting_value = given_joined,
+       .setting_value = cli::join_list,
        .identity = {},  // the problem (lb_problem) has its mb
        .identity_value = nullptr},
       {.flag = "dtype",
@@ -117,7 +95,7 @@ std::vector<Axis> all_axes() {
        .set = [](Case& c, const std::string& v, const Source&) { c.problem.dt = parse_dtype(v); },
        .name_part = nullptr,  // a folder of its own, right after the kernel's id (case_name())
        .setting = "dtypes",
-       .setting_value = given_joined,
+       .setting_value = cli::join_list,
        .identity = "lb_dtype",
        .identity_value = [](const Case& c) -> nlohmann::json { return name(c.problem.dt); }},
       {.flag = "relu",
@@ -138,7 +116,7 @@ std::vector<Axis> all_axes() {
          return c.problem.relu == Relu::none ? "" : "-relu_" + std::string(name(c.problem.relu));
        },
        .setting = "relus",
-       .setting_value = given_joined,
+       .setting_value = cli::join_list,
        .identity = "lb_relu",
        .identity_value = [](const Case& c) -> nlohmann::json { return name(c.problem.relu); }},
       {.flag = "dir",
@@ -187,7 +165,7 @@ std::vector<Axis> all_axes() {
        .name_part = [](const Case& c) -> std::string { return c.cold ? "-cold" : ""; },
        .setting = "cache",
        .setting_value =
-           [](const std::vector<std::string>& given) { return joined(given_or(given, {"hot"})); },
+           [](const std::vector<std::string>& given) { return cli::join_list(given_or(given, {"hot"})); },
        .identity = "lb_cache",
        .identity_value = [](const Case& c) -> nlohmann::json { return c.cold ? "cold" : "hot"; }},
       {.flag = "sync",
@@ -207,7 +185,7 @@ std::vector<Axis> all_axes() {
        .name_part = [](const Case& c) -> std::string { return c.blocking ? "-sync_blocking" : ""; },
        .setting = "sync",
        .setting_value =
-           [](const std::vector<std::string>& given) { return joined(given_or(given, {"spin"})); },
+           [](const std::vector<std::string>& given) { return cli::join_list(given_or(given, {"spin"})); },
        .identity = {},
        .identity_value = nullptr},
       {.flag = "threads",
@@ -215,7 +193,8 @@ std::vector<Axis> all_axes() {
        .of_case = true,
        .parse =
            [](const std::string& list) {
-             return each(list, [](const std::string& s) { return positive("threads", s); });
+             return each(list,
+                         [](const std::string& s) { return std::to_string(cli::positive("threads", s)); });
            },
        // An axis of multithreaded CPU kernels; the others run once, on one thread.
        .values =
@@ -225,7 +204,8 @@ std::vector<Axis> all_axes() {
        .set = [](Case& c, const std::string& v, const Source&) { c.threads = int(std::stoll(v)); },
        .name_part = [](const Case& c) -> std::string { return "/threads:" + std::to_string(c.threads); },
        .setting = "threads",
-       .setting_value = [](const std::vector<std::string>& given) { return joined(given_or(given, {"1"})); },
+       .setting_value =
+           [](const std::vector<std::string>& given) { return cli::join_list(given_or(given, {"1"})); },
        .identity = "lb_threads",
        .identity_value = [](const Case& c) -> nlohmann::json { return c.threads; }},
   };
@@ -260,7 +240,7 @@ void add_settings(nlohmann::json& j, const AxisValues& given) {
     if (a.setting_value)
       j[std::string(a.setting)] = a.setting_value(values);
     else if (!values.empty())
-      j[std::string(a.setting)] = joined(values);
+      j[std::string(a.setting)] = cli::join_list(values);
   }
 }
 

@@ -222,16 +222,6 @@ std::vector<Case> filtered(std::vector<Case> all, const std::string& filter) {
   return all;
 }
 
-template <class T, class F>
-std::string joined(const std::vector<T>& items, F text) {
-  std::string out;
-  for (const T& item : items) {
-    if (!out.empty()) out += ',';
-    out += text(item);
-  }
-  return out;
-}
-
 // The run's settings: everything that decides which cases exist (kSelectionSettings) and
 // what a case measures. Written as the log's first line and compared by --resume; every
 // value is a string. The peaks are added once measured (peaks_setting).
@@ -239,12 +229,11 @@ Json run_settings(const cli::RunArgs& args) {
   const SweepSpec& s = args.spec;
   const RunOptions& o = args.options;
   const Repetitions& r = o.repetitions;
-  auto same = [](const std::string& x) { return x; };
-  Json j = {{"suites", joined(s.suites, same)},
-            {"networks", joined(s.networks, same)},
-            {"problems", joined(s.problems, same)},
-            {"backends", joined(s.backends, same)},
-            {"kernels", joined(s.kernels, same)},
+  Json j = {{"suites", cli::join_list(s.suites)},
+            {"networks", cli::join_list(s.networks)},
+            {"problems", cli::join_list(s.problems)},
+            {"backends", cli::join_list(s.backends)},
+            {"kernels", cli::join_list(s.kernels)},
             {"separable_baseline", s.separable_baseline ? "on" : "off"},
             {"shard", std::to_string(s.shard) + "/" + std::to_string(s.shards)},
             {"benchmark_filter", cli::gbench_value(args.gbench, "benchmark_filter")},

@@ -30,7 +30,6 @@
 // first version (scalar across the window, dtype.h's out-of-line bf16 conversions) read
 // 0.07-0.64×.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -81,13 +80,6 @@ class Pool2dKernel final : public Kernel {
   }
 
  private:
-  // bf16 <-> f32 inline (dtype.h's are out of line: a call per element).
-  static float widen(uint16_t b) { return std::bit_cast<float>(uint32_t(b) << 16); }
-  static uint16_t narrow(float f) {
-    const uint32_t x = std::bit_cast<uint32_t>(f);
-    return f != f ? uint16_t((x >> 16) | 0x40u) : uint16_t((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-  }
-
   // Row reductions across the window's K columns, columns [c0, c1) whose windows lie inside
   // the row. K and S are std::integral_constant for the common windows, so that the loop
   // is unrolled and vectorised (strided loads for S = 2), or int64_t for the others.
@@ -118,7 +110,7 @@ class Pool2dKernel final : public Kernel {
     if (!bf16_) return src.as<float>() + first;
     const uint16_t* b = src.as<uint16_t>() + first;
     for (int64_t i = 0; i < n; ++i)
-      buf[i] = widen(b[i]);
+      buf[i] = bf16_to_f32(b[i]);
     return buf;
   }
 
@@ -127,7 +119,7 @@ class Pool2dKernel final : public Kernel {
     if (bf16_) {
       uint16_t* y = dst.as<uint16_t>() + at;
       for (int64_t c = 0; c < n; ++c)
-        y[c] = narrow(fused ? std::max(out[c] * scale, 0.0f) : out[c] * scale);
+        y[c] = f32_to_bf16(fused ? std::max(out[c] * scale, 0.0f) : out[c] * scale);
     } else {
       float* y = dst.as<float>() + at;
       for (int64_t c = 0; c < n; ++c)

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,18 @@ inline void write_output(Relu relu, TensorSet& ts, const Doubles& y) {
     Tensor& r = ts.at(Arg::relu_dst);
     for (int64_t i = 0; i < n; ++i)
       r.store(i, std::max(dst.load(i), 0.0));
+  }
+}
+
+// value[i] += d·v[i] and magnitude[i] += |d·v[i]| for i < n: one term of n sums side by
+// side (vectorised), each sum in the order of the calls. The references' dot products
+// and outer products are made of these.
+inline void add_terms(double d, const double* __restrict v, int64_t n, double* __restrict value,
+                      double* __restrict magnitude) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double term = d * v[i];
+    value[i] += term;
+    magnitude[i] += std::fabs(term);
   }
 }
 

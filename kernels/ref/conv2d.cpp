@@ -13,7 +13,8 @@
 //   db[k]                  = sum_{n,p,q} dz[n][k][p][q]
 // each with its magnitude, the sum of the terms' absolute values. The forward's loops run
 // a plane's outputs side by side, each sum in the order above (vectorised): `check
-// --backend ref --network resnet50` 31 -> 5.4 s (Zen 5 VM, 2026-12-07).
+// --backend ref --network resnet50 --max-macs 1000000000` 22 -> 5.4 s (AMD EPYC Zen 5
+// VM, 2026-12-07; the 22 s with another single-threaded run on the other core).
 #include <algorithm>
 #include <cmath>
 

@@ -52,21 +52,14 @@ class RefDense final : public Oracle {
       for (int64_t n = 0; n < N; ++n)
         wt_[k * N + n] = w_[n * K + k];
     for (int64_t m = 0; m < M; ++m) {
-      double* __restrict acc = &y_[m * N];
-      double* __restrict magnitude = &magnitude_[m * N];
+      double* acc = &y_[m * N];
+      double* magnitude = &magnitude_[m * N];
       for (int64_t n = 0; n < N; ++n) {
         acc[n] = b_[n];
         magnitude[n] = std::fabs(b_[n]);
       }
-      for (int64_t k = 0; k < K; ++k) {  // each output's sum in the order of k
-        const double x = x_[m * K + k];
-        const double* w = &wt_[k * N];
-        for (int64_t n = 0; n < N; ++n) {
-          const double term = x * w[n];
-          acc[n] += term;
-          magnitude[n] += std::fabs(term);
-        }
-      }
+      for (int64_t k = 0; k < K; ++k)  // each output's sum in the order of k
+        add_terms(x_[m * K + k], &wt_[k * N], N, acc, magnitude);
       for (int64_t n = 0; n < N; ++n)
         stored_[m * N + n] = std::fabs(acc[n]);  // rounded once, to dst
     }
@@ -80,19 +73,12 @@ class RefDense final : public Oracle {
       load_all(ts.at(Arg::wei), w_);
       Expected& dx = expected_[int(Arg::diff_src)];
       for (int64_t m = 0; m < M; ++m) {  // each sum in the order of n, the k side by side
-        double* __restrict acc = &dx.value[m * K];
-        double* __restrict magnitude = &dx.magnitude[m * K];
+        double* acc = &dx.value[m * K];
+        double* magnitude = &dx.magnitude[m * K];
         std::fill(acc, acc + K, 0.0);
         std::fill(magnitude, magnitude + K, 0.0);
-        for (int64_t n = 0; n < N; ++n) {
-          const double d = dz_[m * N + n];
-          const double* w = &w_[n * K];
-          for (int64_t k = 0; k < K; ++k) {
-            const double term = d * w[k];
-            acc[k] += term;
-            magnitude[k] += std::fabs(term);
-          }
-        }
+        for (int64_t n = 0; n < N; ++n)
+          add_terms(dz_[m * N + n], &w_[n * K], K, acc, magnitude);
         for (int64_t k = 0; k < K; ++k)
           dx.stored[m * K + k] = std::fabs(acc[k]);
       }
@@ -111,19 +97,12 @@ class RefDense final : public Oracle {
         db.value[n] = bias;
         db.magnitude[n] = bias_magnitude;
         db.stored[n] = std::fabs(bias);
-        double* __restrict acc = &dw.value[n * K];  // each sum in the order of m, the k side by side
-        double* __restrict magnitude = &dw.magnitude[n * K];
+        double* acc = &dw.value[n * K];  // each sum in the order of m, the k side by side
+        double* magnitude = &dw.magnitude[n * K];
         std::fill(acc, acc + K, 0.0);
         std::fill(magnitude, magnitude + K, 0.0);
-        for (int64_t m = 0; m < M; ++m) {
-          const double d = dz_[m * N + n];
-          const double* x = &x_[m * K];
-          for (int64_t k = 0; k < K; ++k) {
-            const double term = d * x[k];
-            acc[k] += term;
-            magnitude[k] += std::fabs(term);
-          }
-        }
+        for (int64_t m = 0; m < M; ++m)
+          add_terms(dz_[m * N + n], &x_[m * K], K, acc, magnitude);
         for (int64_t k = 0; k < K; ++k)
           dw.stored[n * K + k] = std::fabs(acc[k]);
       }

@@ -257,13 +257,7 @@ class RefLstm final : public Oracle {
       for (int64_t k = 0; k < k_count; ++k) {
         const double* w = &wt[k * G];
         for (int64_t n = 0; n < N; ++n) {
-          double* __restrict acc = &gates_[n * G];
-          double* __restrict mag = &mag_[n * G];
-          const double x = v[n * k_count + k];
-          for (int64_t j = j0; j < j1; ++j) {
-            acc[j] += w[j] * x;
-            mag[j] += std::fabs(w[j] * x);
-          }
+          add_terms(v[n * k_count + k], w + j0, j1 - j0, &gates_[n * G + j0], &mag_[n * G + j0]);
           const double da = dv[n * k_count + k].arith, ds = dv[n * k_count + k].stored;
           if (da == 0.0 && ds == 0.0) continue;
           double* __restrict ca = &car_arith_[n * G];
@@ -295,14 +289,10 @@ class RefLstm final : public Oracle {
         const double* row = &w[r * k_count];
         for (int64_t n = 0; n < N; ++n) {
           const double d = da[n * G + r], dd = dda[n * G + r];
-          double* __restrict val = &value[n * k_count];
-          double* __restrict mag = &mag_k_[n * k_count];
+          add_terms(d, row + k0, k1 - k0, &value[n * k_count + k0], &mag_k_[n * k_count + k0]);
           double* __restrict car = &car_k_[n * k_count];
-          for (int64_t k = k0; k < k1; ++k) {
-            val[k] += row[k] * d;
-            mag[k] += std::fabs(row[k] * d);
+          for (int64_t k = k0; k < k1; ++k)
             car[k] += (row[k] * dd) * (row[k] * dd);
-          }
         }
       }
     }
@@ -315,10 +305,7 @@ class RefLstm final : public Oracle {
   static void add_outer(double d, double dd, const double* __restrict v, const double* __restrict dv,
                         int64_t n, double* __restrict value, double* __restrict magnitude,
                         double* __restrict sq) {
-    for (int64_t k = 0; k < n; ++k) {
-      value[k] += d * v[k];
-      magnitude[k] += std::fabs(d * v[k]);
-    }
+    add_terms(d, v, n, value, magnitude);
     if (dv)
       for (int64_t k = 0; k < n; ++k)
         sq[k] += (v[k] * dd) * (v[k] * dd) + (d * dv[k]) * (d * dv[k]);
