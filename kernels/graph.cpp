@@ -160,6 +160,45 @@ Liveness liveness(const Graph& g, Pass pass, Optimizer opt) {
   return out;
 }
 
+ArenaPlan plan_arena(const Graph& g) {
+  const Buffers b = buffers(g, false);
+  const size_t count = b.bytes.size();
+  ArenaPlan plan;
+  plan.of_node = b.of_node;
+  plan.bytes.assign(count, 0);
+  plan.offset.assign(count, 0);
+  for (size_t buf = 0; buf < count; ++buf)
+    if (buf == 0 || b.written[buf] >= 0) plan.bytes[buf] = size_t(round_up(int64_t(b.bytes[buf]), 64));
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&plan](size_t x, size_t y) { return plan.bytes[x] > plan.bytes[y]; });
+  auto overlap_in_time = [&b](size_t x, size_t y) {
+    return b.written[x] <= b.last_read[y] && b.written[y] <= b.last_read[x];
+  };
+  std::vector<size_t> placed;
+  for (size_t buf : order) {
+    if (!plan.bytes[buf]) continue;
+    // The lowest offset clear of every placed buffer alive at the same time: try 0 and the
+    // end of each of those, in increasing order.
+    std::vector<std::pair<size_t, size_t>> taken;  // [begin, end) of the buffers alive with it
+    for (size_t other : placed)
+      if (overlap_in_time(buf, other))
+        taken.emplace_back(plan.offset[other], plan.offset[other] + plan.bytes[other]);
+    std::sort(taken.begin(), taken.end());
+    size_t at = 0;
+    for (const auto& [begin, end] : taken) {
+      if (at + plan.bytes[buf] <= begin) break;
+      at = std::max(at, end);
+    }
+    plan.offset[buf] = at;
+    plan.arena_bytes = std::max(plan.arena_bytes, at + plan.bytes[buf]);
+    placed.push_back(buf);
+  }
+  return plan;
+}
+
 GraphTotals totals(const Graph& g, Optimizer opt) {
   GraphTotals t;
   t.activation_bytes = g.in_bytes;

@@ -64,6 +64,21 @@ struct Liveness {
 };
 Liveness liveness(const Graph& g, Pass pass, Optimizer opt = Optimizer::sgd);
 
+// Where an inference forward keeps its activations when it runs (kernels/graph_session.h):
+// buffer 0 is the graph's input, buffer i + 1 node i's own (in-place nodes and views write
+// into their first input's), each at an offset of one arena, placed so that buffers alive at
+// once — from the node that writes one to the last that reads it — never overlap: the
+// largest first, each at the lowest offset free throughout its life. The arena is at least
+// liveness(fwd)'s activations (the live buffers at the worst moment); the rest is
+// fragmentation.
+struct ArenaPlan {
+  std::vector<int> of_node;    // the buffer each node's output lives in
+  std::vector<size_t> bytes;   // per buffer; 0 where a node writes into another's
+  std::vector<size_t> offset;  // per buffer, 64-byte aligned
+  size_t arena_bytes = 0;
+};
+ArenaPlan plan_arena(const Graph& g);
+
 struct GraphTotals {
   int64_t params = 0;
   double param_bytes = 0;

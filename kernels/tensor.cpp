@@ -176,7 +176,21 @@ Tensor::Tensor(Storage storage, std::vector<int64_t> dims, double scale)
   data_.reset(p);
 }
 
+Tensor Tensor::view(Storage storage, std::vector<int64_t> dims, void* data, double scale) {
+  if (reinterpret_cast<uintptr_t>(data) % 64) throw Error("Tensor::view: data not 64-byte aligned");
+  Tensor t;
+  t.storage_ = storage;
+  t.dims_ = std::move(dims);
+  t.elements_ = 1;
+  for (int64_t d : t.dims_)
+    t.elements_ *= d;
+  t.scale_ = scale;
+  t.data_ = std::unique_ptr<std::byte[], Free>(static_cast<std::byte*>(data), Free{kView});
+  return t;
+}
+
 void Tensor::Free::operator()(std::byte* p) const {
+  if (mapped == kView) return;
   if (!mapped)
     std::free(p);
   else if (!give_back_resident(p))

@@ -63,6 +63,11 @@ class Tensor {
   // 64-byte aligned, uninitialised. `scale` maps stored integers to values
   // (value = scale * stored); it is 1 for floating storages.
   Tensor(Storage storage, std::vector<int64_t> dims, double scale = 1.0);
+  // A tensor over memory it does not own (a slot of a graph's arena, kernels/graph_session.h):
+  // kernels read and write it as any other; nothing is freed with it. `data` must be 64-byte
+  // aligned and outlive the view.
+  static Tensor view(Storage storage, std::vector<int64_t> dims, void* data, double scale = 1.0);
+  bool is_view() const { return data_.get_deleter().mapped == kView; }
 
   Storage storage() const { return storage_; }
   const std::vector<int64_t>& dims() const { return dims_; }
@@ -90,8 +95,9 @@ class Tensor {
   Tensor clone() const;
 
  private:
+  static constexpr size_t kView = ~size_t(0);
   struct Free {  // a mapping goes back through munmap (a resident block to its pool), the rest through free()
-    size_t mapped;  // bytes of a mapping; 0 (as value-initialised): aligned_alloc'ed
+    size_t mapped;  // bytes of a mapping; 0 (as value-initialised): aligned_alloc'ed; kView: not ours
     void operator()(std::byte* p) const;
   };
   Storage storage_ = Storage::f32;

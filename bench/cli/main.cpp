@@ -18,6 +18,7 @@
 
 #include "bench/cli/args.h"
 #include "bench/cli/format.h"
+#include "bench/cli/graph_cmd.h"
 #include "bench/cli/run_args.h"
 #include "bench/harness/git_info.h"
 #include "bench/harness/machine.h"
@@ -280,6 +281,7 @@ Verdict check_case(const bench::Case& c, const CheckArgs& args) {
 }
 
 int cmd_check(const std::vector<std::string>& argv) {
+  if (asks_for_graph(argv)) return check_graph_command(argv);
   // Everything is parsed and validated, and the cases expanded, before the first line of output.
   const CheckArgs args = parse_check_args(argv);
   const std::vector<bench::Case> cases = bench::expand(args.spec);
@@ -301,7 +303,7 @@ int cmd_check(const std::vector<std::string>& argv) {
 
 // The usage text of one command (its block of kUsage or kRunUsage), "" if unknown.
 std::string usage_of(const std::string& command) {
-  std::istringstream all(std::string(kUsage) + kRunUsage);
+  std::istringstream all(std::string(kUsage) + kRunUsage + kGraphUsage);
   std::string block;
   bool inside = false;
   for (std::string line; std::getline(all, line);) {
@@ -358,6 +360,7 @@ int main(int argc, char** argv) {
     if (command == "help" || command == "--help" || command == "-h") {
       std::fputs(kUsage, stdout);
       std::fputs(lb::cli::kRunUsage, stdout);
+      std::fputs(lb::cli::kGraphUsage, stdout);
       std::fputs(kUsageFooter, stdout);
       return 0;
     }
@@ -374,7 +377,8 @@ int main(int argc, char** argv) {
     if (command == "list") return cmd_list(rest);
     if (command == "analyze") return cmd_analyze(rest);
     if (command == "check") return cmd_check(rest);
-    if (command == "run") return lb::bench::run_command(rest);
+    if (command == "run")
+      return asks_for_graph(rest) ? run_graph_command(rest) : lb::bench::run_command(rest);
     if (command == "merge") return lb::bench::merge_command(rest);
     throw lb::Error("unknown command '" + command + "' (expected list, analyze, check, run, merge or help)");
   } catch (const lb::Error& e) {

@@ -1,0 +1,128 @@
+// Whole networks run and verified (kernels/graph_session.h): the arena plan, check_graph on
+// every CPU backend built, and kernels that a chain of layers exposes.
+#include "kernels/graph_session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "kernels/data.h"
+#include "kernels/ops/traits.h"
+
+namespace lb {
+namespace {
+
+// Every element-wise kind, a folded and an unfolded batchnorm, a branch, a sum and a concat.
+constexpr const char* kBranchy = R"(input c=3 h=12 w=12
+c1   conv2d oc=8 kh=3 kw=3 ph=1
+bn1  batchnorm
+r1   relu
+a    conv2d oc=8 kh=1 kw=1
+ar   relu6
+b    conv2d in=r1 oc=8 kh=3 kw=3 ph=1
+sum  add in=ar,b
+cat  concat in=sum,r1
+bn2  batchnorm
+p    maxpool k=2
+g    global_avgpool
+f    flatten
+fc   dense oc=10
+prob softmax
+)";
+
+Graph branchy(int64_t batch, DType dt = DType::f32) {
+  return parse_network(kBranchy, "branchy.txt", batch, dt);
+}
+
+TEST(GraphSession, ArenaHoldsTheLiveBuffersAndLittleMore) {
+  for (const char* name : {"alexnet", "resnet50", "mobilenet_v2", "vgg16"}) {
+    const Graph g = load_network(name, 4, DType::f32);
+    const ArenaPlan plan = plan_arena(g);
+    const double live = liveness(g, Pass::fwd).activations;
+    EXPECT_GE(double(plan.arena_bytes), live) << name;
+    EXPECT_LE(double(plan.arena_bytes), 1.25 * live) << name;
+    std::printf("%s: arena %.1f MB, live buffers at the worst moment %.1f MB\n", name, plan.arena_bytes / 1e6,
+                live / 1e6);
+    for (size_t buf = 0; buf < plan.bytes.size(); ++buf)
+      EXPECT_EQ(plan.offset[buf] % 64, 0u);
+  }
+}
+
+TEST(GraphSession, EveryCpuBackendPassesABranchyGraph) {
+  int checked = 0;
+  for (const std::string& backend : registry().backends())
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const GraphVerdict v = check_graph(branchy(3, dt), registry(), backend, 7);
+      if (v.verdict.status == Status::unsupported) continue;  // a GPU backend, or Eigen's bf16
+      EXPECT_EQ(v.verdict.status, Status::passed) << backend << " " << name(dt) << ": " << v.verdict.reason;
+      EXPECT_EQ(v.nodes_checked, 12) << backend;  // flatten and the folded batchnorm are views
+      EXPECT_LE(v.output_difference, v.output_tolerance);
+      ++checked;
+    }
+  EXPECT_GE(checked, 2);  // ref in f32 and bf16, at least
+}
+
+// A dense kernel with a flaw that only a chain shows: it copies its input in prepare() and
+// computes from that copy (as a GPU kernel that uploads in prepare() would), or it writes
+// over its input.
+enum class Flaw { stale_input, scribble_input };
+class Flawed final : public Kernel {
+ public:
+  explicit Flawed(Flaw flaw) : flaw_(flaw), ref_(oracle(Op::dense).make()) {}
+  std::string supports(const Problem&) const override { return ""; }
+  void prepare(const Problem& p, TensorSet& ts, const Context& ctx) override {
+    for (Arg a : input_args(p))
+      own_.set(a, ts.at(a).clone());
+    Tensor& dst = ts.at(Arg::dst);
+    own_.set(Arg::dst, Tensor::view(dst.storage(), dst.dims(), dst.data()));
+    ref_->prepare(p, flaw_ == Flaw::stale_input ? own_ : ts, ctx);
+  }
+  void run(TensorSet& ts) override {
+    ref_->run(flaw_ == Flaw::stale_input ? own_ : ts);
+    if (flaw_ == Flaw::scribble_input) ts.at(Arg::src).store(0, 0.125);
+  }
+
+ private:
+  Flaw flaw_;
+  std::unique_ptr<Kernel> ref_;
+  TensorSet own_;
+};
+
+TEST(GraphSession, AChainExposesStaleAndScribbledInputs) {
+  for (Flaw flaw : {Flaw::stale_input, Flaw::scribble_input}) {
+    Registry r;
+    register_ref(r);
+    r.add({.id = "dense.flawed.test", .idea = "ref with a flaw", .accumulation = "f64"},
+          [flaw] { return std::make_unique<Flawed>(flaw); });
+    for (const KernelEntry& k : r.kernels())
+      ASSERT_TRUE(k.backend() != "flawed" || k.op_name() == "dense");
+    // The flawed backend has only dense: its convolutions come from --kernel's choice.
+    std::vector<const KernelEntry*> chosen{r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive")};
+    for (const KernelEntry* k : chosen)
+      ASSERT_NE(k, nullptr);
+    const GraphVerdict v = check_graph(branchy(2), r, "flawed", 3, {}, chosen);
+    EXPECT_EQ(v.verdict.status, Status::failed) << v.verdict.reason;
+    EXPECT_NE(v.verdict.reason.find("fc (dense.flawed.test)"), std::string::npos) << v.verdict.reason;
+    if (flaw == Flaw::scribble_input)
+      EXPECT_NE(v.verdict.reason.find("modified an input"), std::string::npos) << v.verdict.reason;
+  }
+}
+
+TEST(GraphSession, SaysWhyItCannotRun) {
+  const GraphVerdict i8 = check_graph(branchy(1, DType::i8), registry(), "ref", 1);
+  EXPECT_EQ(i8.verdict.status, Status::unsupported);
+  EXPECT_NE(i8.verdict.reason.find("dt=i8"), std::string::npos) << i8.verdict.reason;
+  Registry r;
+  register_ref(r);
+  const GraphVerdict none = check_graph(branchy(1), r, "nobody", 1);
+  EXPECT_EQ(none.verdict.status, Status::unsupported);
+  EXPECT_EQ(none.verdict.reason, "c1: nobody: no conv2d kernel");
+  const Graph tokens =
+      parse_network("input t=5\nemb embedding vocab=100 dim=8\nl lstm hc=8\n", "lm.txt", 1, DType::f32);
+  const GraphVerdict embedding = check_graph(tokens, r, "ref", 1);
+  EXPECT_EQ(embedding.verdict.status, Status::unsupported);
+  EXPECT_NE(embedding.verdict.reason.find("embedding"), std::string::npos) << embedding.verdict.reason;
+}
+
+}  // namespace
+}  // namespace lb
