@@ -137,9 +137,10 @@ struct GraphSession::NodeState {
 };
 
 GraphSession::GraphSession(Graph g, const Registry& r, std::string backend, Context ctx,
-                           std::vector<const KernelEntry*> chosen)
+                           std::vector<const KernelEntry*> chosen, bool fuse_relu)
     : graph_(std::move(g)), backend_(std::move(backend)), ctx_(ctx) {
-  nodes_.resize(graph_.nodes.size());
+  const size_t n = graph_.nodes.size();
+  nodes_.resize(n);
   if (graph_.dt == DType::i8 || graph_.dt == DType::f8) {
     unsupported_ =
         "graph: dt=" + std::string(name(graph_.dt)) +
@@ -147,24 +148,50 @@ GraphSession::GraphSession(Graph g, const Registry& r, std::string backend, Cont
         "them)";
     return;
   }
-  for (size_t i = 0; i < graph_.nodes.size() && unsupported_.empty(); ++i) {
-    const Node& n = graph_.nodes[i];
+  for (size_t i = 0; i < n && unsupported_.empty(); ++i)
     try {
       nodes_[i].step = step_of(graph_, i);
     } catch (const Error& e) {
       unsupported_ = e.what();
-      break;
     }
-    if (n.problem) {
-      std::string why;
-      nodes_[i].entry = pick_kernel(r, *n.problem, backend_, chosen, &why);
-      if (!nodes_[i].entry)
-        unsupported_ = n.name + ": " + why;
-      else if (nodes_[i].entry->info.device != Device::cpu)
-        unsupported_ =
-            n.name + ": " + nodes_[i].entry->info.id +
-            ": a GPU graph needs its layers' device buffers shared (GpuKernel::bind), not written yet";
+  if (!unsupported_.empty()) return;
+  // ReLU fused into the layer before it, as frameworks hand it to oneDNN (a post-op): an
+  // in-place relu whose input is an op layer's output (through views: a folded batchnorm)
+  // that nothing else reads. The op's problem takes relu=fused and the relu node becomes a
+  // view; where the backend's kernel does not take relu=fused, they stay apart.
+  std::vector<int> readers(n, 0);
+  for (const Node& node : graph_.nodes)
+    for (int input : node.inputs)
+      if (input != kGraphInput) ++readers[input];
+  std::vector<int> fused_relu(n, -1);  // op node -> the relu node fused into it
+  for (size_t i = 0; fuse_relu && i < n; ++i) {
+    if (nodes_[i].step != Step::relu || graph_.nodes[i].new_buffer) continue;
+    int j = graph_.nodes[i].inputs.at(0);
+    while (j != kGraphInput && nodes_[j].step == Step::view && readers[j] == 1)
+      j = graph_.nodes[j].inputs.at(0);
+    if (j == kGraphInput || readers[j] != 1 || nodes_[j].step != Step::kernel ||
+        graph_.nodes[j].problem->relu != Relu::none)
+      continue;
+    graph_.nodes[j].problem->relu = Relu::fused;
+    nodes_[i].step = Step::view;
+    fused_relu[j] = int(i);
+  }
+  for (size_t i = 0; i < n && unsupported_.empty(); ++i) {
+    Node& node = graph_.nodes[i];
+    if (!node.problem) continue;
+    std::string why;
+    nodes_[i].entry = pick_kernel(r, *node.problem, backend_, chosen, &why);
+    if (!nodes_[i].entry && fused_relu[i] >= 0) {  // apart, then
+      node.problem->relu = Relu::none;
+      nodes_[fused_relu[i]].step = Step::relu;
+      nodes_[i].entry = pick_kernel(r, *node.problem, backend_, chosen, &why);
     }
+    if (!nodes_[i].entry)
+      unsupported_ = node.name + ": " + why;
+    else if (nodes_[i].entry->info.device != Device::cpu)
+      unsupported_ =
+          node.name + ": " + nodes_[i].entry->info.id +
+          ": a GPU graph needs its layers' device buffers shared (GpuKernel::bind), not written yet";
   }
   plan_ = plan_arena(graph_);
 }
@@ -287,14 +314,24 @@ void GraphSession::run_node(size_t i) {
         }
         break;
       }
-      case Step::add:
+      case Step::add: {
+        std::vector<const T*> more;
+        for (size_t k = 1; k < s.inputs.size(); ++k)
+          more.push_back(s.inputs[k].template as<T>());
+        if (more.size() == 1) {  // a residual connection: one loop the compiler vectorises
+          const T* x1 = more[0];
+          for (int64_t e = 0; e < count; ++e)
+            y[e] = S::put(S::get(x[e]) + S::get(x1[e]));
+          break;
+        }
         for (int64_t e = 0; e < count; ++e) {
           float sum = S::get(x[e]);
-          for (size_t k = 1; k < s.inputs.size(); ++k)
-            sum += S::get(s.inputs[k].template as<T>()[e]);
+          for (const T* xk : more)
+            sum += S::get(xk[e]);
           y[e] = S::put(sum);
         }
         break;
+      }
       case Step::concat: {
         const int64_t per_sample = product(n.out_shape);
         for (int64_t b = 0; b < graph_.batch; ++b) {
@@ -577,10 +614,10 @@ void GraphSession::release() {
 
 GraphVerdict check_graph(const Graph& g, const Registry& r, std::string_view backend, uint64_t seed,
                          const Context& ctx, const std::vector<const KernelEntry*>& chosen,
-                         int64_t max_reference_macs) {
+                         int64_t max_reference_macs, bool fuse_relu) {
   GraphVerdict out;
   try {
-    GraphSession s(g, r, std::string(backend), ctx, chosen);
+    GraphSession s(g, r, std::string(backend), ctx, chosen, fuse_relu);
     if (!s.unsupported().empty()) {
       out.verdict.status = Status::unsupported;
       out.verdict.reason = s.unsupported();

@@ -15,7 +15,10 @@
 // parameters. The other nodes are the graph's own element-wise code on the host, the same
 // for every backend: relu, relu6 and batchnorm (where not folded into the layer before it)
 // in place or into a buffer of their own, add, concat and softmax (over the channels);
-// flatten and a folded batchnorm are views. Graphs run in f32, tf32, f16 and bf16
+// flatten and a folded batchnorm are views. An in-place relu right after an op layer
+// (through a folded batchnorm) that nothing else reads is fused into it, relu=fused, as a
+// framework hands it to oneDNN as a post-op (`fuse_relu`; not where the backend's kernel
+// does not take relu=fused). Graphs run in f32, tf32, f16 and bf16
 // (i8 and f8 would need requantising between layers: declined).
 //
 // Parameters are seeded per node and scaled as He et al. initialise them (uniform with
@@ -62,7 +65,7 @@ inline constexpr double kNetworkTolerance = 16.0;
 class GraphSession {
  public:
   GraphSession(Graph g, const Registry& r, std::string backend, Context ctx = {},
-               std::vector<const KernelEntry*> chosen = {});
+               std::vector<const KernelEntry*> chosen = {}, bool fuse_relu = true);
   ~GraphSession();
   GraphSession(const GraphSession&) = delete;
   GraphSession& operator=(const GraphSession&) = delete;
@@ -115,6 +118,6 @@ class GraphSession {
 // with the reason.
 GraphVerdict check_graph(const Graph& g, const Registry& r, std::string_view backend, uint64_t seed,
                          const Context& ctx = {}, const std::vector<const KernelEntry*>& chosen = {},
-                         int64_t max_reference_macs = kDefaultReferenceMacs);
+                         int64_t max_reference_macs = kDefaultReferenceMacs, bool fuse_relu = true);
 
 }  // namespace lb

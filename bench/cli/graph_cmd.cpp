@@ -21,14 +21,15 @@ namespace lb::cli {
 
 const char* const kGraphUsage =
     R"(  check --graph N,... [--backend B,...] [--kernel ID,...] [--batch 2,...] [--dtype f32,...]
-        [--threads N] [--seed N] [--verify-macs N]
+        [--threads N] [--seed N] [--verify-macs N] [--no-fuse]
                                      whole networks, each run by one backend (a kernel per layer:
                                      the backend's first that is not opt-in, or --kernel's for its
                                      op), every layer verified on the inputs it was given, and the
-                                     output against the reference graph's
+                                     output against the reference graph's; an in-place relu after
+                                     a layer is fused into it (relu=fused) unless --no-fuse
   run --graph N,... [--backend B,...] [--kernel ID,...] [--batch 1,8,32|auto] [--dtype f32,...]
       [--threads N] [--seed N] [--per-node] [--memory-limit GIB] [--max-run-time SECONDS]
-      [--min-time SECONDS] [--verify-macs N] [--machine NAME] [--out results/NAME.json]
+      [--min-time SECONDS] [--verify-macs N] [--no-fuse] [--machine NAME] [--out results/NAME.json]
                                      the whole forward timed as one case: time per run, images/s,
                                      measured peak host memory beside liveness's prediction
                                      (--per-node: each layer's share of the time); --batch auto
@@ -54,6 +55,7 @@ struct GraphArgs {
   int threads = 1;
   uint64_t seed = 1;
   int64_t verify_macs = kDefaultReferenceMacs;
+  bool fuse_relu = true;
 };
 
 GraphArgs common_args(const Args& a, const std::string& command, std::vector<int64_t> default_batches) {
@@ -93,6 +95,7 @@ GraphArgs common_args(const Args& a, const std::string& command, std::vector<int
   g.threads = int(a.integer("threads", 1));
   g.seed = uint64_t(a.integer("seed", 1));
   g.verify_macs = a.integer("verify-macs", kDefaultReferenceMacs);
+  g.fuse_relu = !a.on("no-fuse");
   return g;
 }
 
@@ -143,7 +146,8 @@ bool asks_for_graph(const std::vector<std::string>& argv) {
 
 int check_graph_command(const std::vector<std::string>& argv) {
   const Args a = parse_args(
-      "check", argv, {"graph", "backend", "kernel", "batch", "dtype", "threads", "seed", "verify-macs"}, {});
+      "check", argv, {"graph", "backend", "kernel", "batch", "dtype", "threads", "seed", "verify-macs"},
+      {"no-fuse"});
   const GraphArgs g = common_args(a, "check", {2});
   if (g.batches.empty()) throw Error("check: --batch auto is for run --graph");
   int counts[std::size(kAllStatuses)] = {};
@@ -153,8 +157,8 @@ int check_graph_command(const std::vector<std::string>& argv) {
         const Graph graph = load_network(network, batch, dt);
         for (const std::string& backend : g.backends) {
           const double start = bench::wall_seconds();
-          const GraphVerdict v =
-              check_graph(graph, registry(), backend, g.seed, Context{g.threads}, g.kernels, g.verify_macs);
+          const GraphVerdict v = check_graph(graph, registry(), backend, g.seed, Context{g.threads},
+                                             g.kernels, g.verify_macs, g.fuse_relu);
           ++counts[int(v.verdict.status)];
           std::printf("%-13s graph %s\n              %s (%.1f s)\n",
                       std::string(name(v.verdict.status)).c_str(),
@@ -174,7 +178,7 @@ int run_graph_command(const std::vector<std::string>& argv) {
   const Args a = parse_args("run", argv,
                             {"graph", "backend", "kernel", "batch", "dtype", "threads", "seed", "verify-macs",
                              "memory-limit", "max-run-time", "min-time", "machine", "out"},
-                            {"per-node"});
+                            {"per-node", "no-fuse"});
   const GraphArgs g = common_args(a, "run", {1});
   const bool per_node = a.on("per-node");
   auto seconds_flag = [&a](const std::string& flag, double fallback) {
@@ -240,7 +244,7 @@ int run_graph_command(const std::vector<std::string>& argv) {
           const size_t baseline = bench::rss_bytes();
           std::string status = "passed", reason;
           try {
-            GraphSession s(graph, registry(), backend, Context{g.threads}, g.kernels);
+            GraphSession s(graph, registry(), backend, Context{g.threads}, g.kernels, g.fuse_relu);
             if (!s.unsupported().empty()) {
               status = "unsupported";
               reason = s.unsupported();
@@ -270,13 +274,20 @@ int run_graph_command(const std::vector<std::string>& argv) {
                 row["scratch_bytes"] = s.scratch_bytes();
                 row["kernels"] = s.node_kernels();
                 if (per_node) {
+                  // Each layer's share of the timed runs, and by type (conv, depthwise, relu, add...).
                   nlohmann::ordered_json shares = nlohmann::ordered_json::object();
+                  nlohmann::ordered_json by_type = nlohmann::ordered_json::object();
                   double total = 0;
                   for (double x : s.node_seconds())
                     total += x;
-                  for (size_t i = 0; i < graph.nodes.size(); ++i)
-                    shares[graph.nodes[i].name] = total > 0 ? s.node_seconds()[i] / total : 0.0;
+                  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+                    const double share = total > 0 ? s.node_seconds()[i] / total : 0.0;
+                    shares[graph.nodes[i].name] = share;
+                    const std::string& type = graph.nodes[i].type;
+                    by_type[type] = by_type.value(type, 0.0) + share;
+                  }
                   row["node_share"] = shares;
+                  row["type_share"] = by_type;
                 }
                 last_peak = peak;
                 last_predicted = predicted;

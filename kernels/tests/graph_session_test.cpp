@@ -55,11 +55,42 @@ TEST(GraphSession, EveryCpuBackendPassesABranchyGraph) {
       const GraphVerdict v = check_graph(branchy(3, dt), registry(), backend, 7);
       if (v.verdict.status == Status::unsupported) continue;  // a GPU backend, or Eigen's bf16
       EXPECT_EQ(v.verdict.status, Status::passed) << backend << " " << name(dt) << ": " << v.verdict.reason;
-      EXPECT_EQ(v.nodes_checked, 12) << backend;  // flatten and the folded batchnorm are views
+      // Views: flatten, the folded batchnorm, and the relu fused into c1 (every CPU backend
+      // takes relu=fused on a forward conv).
+      EXPECT_EQ(v.nodes_checked, 11) << backend;
       EXPECT_LE(v.output_difference, v.output_tolerance);
       ++checked;
     }
   EXPECT_GE(checked, 2);  // ref in f32 and bf16, at least
+  const GraphVerdict apart =
+      check_graph(branchy(3), registry(), "ref", 7, {}, {}, kDefaultReferenceMacs, false);
+  EXPECT_EQ(apart.verdict.status, Status::passed) << apart.verdict.reason;
+  EXPECT_EQ(apart.nodes_checked, 12);
+}
+
+TEST(GraphSession, FusesAReluOnlyWhereNothingElseReadsTheLayer) {
+  // c1's output is read by its relu alone (through the folded batchnorm): fused. `a` is
+  // read by ar, a relu6: not a relu mode. The relu after `mid` is not in place, and `mid`
+  // is also read by `other`: neither fuses.
+  const Graph g = parse_network(R"(input c=4 h=8 w=8
+c1    conv2d oc=4 kh=3 kw=3 ph=1
+bn1   batchnorm
+r1    relu
+mid   conv2d oc=4 kh=1 kw=1
+r2    relu mode=separate
+other conv2d in=mid oc=4 kh=1 kw=1
+r3    relu
+sum   add in=r2,r3
+)",
+                                "fuse.txt", 2, DType::f32);
+  GraphSession s(g, registry(), "ref");
+  ASSERT_EQ(s.unsupported(), "");
+  EXPECT_EQ(s.graph().nodes[0].problem->relu, Relu::fused);
+  EXPECT_EQ(s.graph().nodes[3].problem->relu, Relu::none);
+  EXPECT_EQ(s.graph().nodes[5].problem->relu, Relu::fused);  // `other`, read by r3 alone
+  s.allocate(5);
+  s.prepare();
+  EXPECT_EQ(s.run_verified().verdict.status, Status::passed);
 }
 
 // A dense kernel with a flaw that only a chain shows: it copies its input in prepare() and

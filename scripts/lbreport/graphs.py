@@ -96,6 +96,19 @@ def render(runs, machines):
             return "" if v is None else f"{v / MB:.1f}"
         out.append(f"| {network} | {dtype} | {threads} | {backend} | {n} | {mb(pf)} | {mb(ps)} | {mb(lf)} | {mb(ls)} "
                    f"| {stop} |")
+    shares = [(k, max((r for r in rows if measured(r) and r.get("type_share")), key=lambda r: r["batch"], default=None))
+              for k, rows in sorted(groups.items())]
+    shares = [(k, r) for k, r in shares if r]
+    if shares:
+        types = sorted({t for _, r in shares for t in r["type_share"]},
+                       key=lambda t: -max(r["type_share"].get(t, 0) for _, r in shares))
+        out += ["", "## Where the time goes (--per-node: each layer type's share of a forward, at the largest batch)",
+                "", "| network | dtype | threads | backend | batch | " + " | ".join(types) + " |",
+                "|---|---|---|---|---:|" + "---:|" * len(types)]
+        for (network, dtype, threads, backend), r in shares:
+            cells = " | ".join(f"{100 * r['type_share'].get(t, 0):.1f} %" if t in r["type_share"] else ""
+                               for t in types)
+            out.append(f"| {network} | {dtype} | {threads} | {backend} | {r['batch']} | {cells} |")
     out += ["", "## CPU against GPU (images/s)", ""]
     crossover = []
     by_network = defaultdict(lambda: defaultdict(dict))
