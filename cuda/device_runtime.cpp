@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cuda/check.h"
 #include "cuda/memory.h"
 #include "cuda/runtime.h"
 #include "kernels/case_session.h"
@@ -131,6 +132,18 @@ class GpuRuntime final : public DeviceRuntime {
   }
 
   std::string why_broken() const override { return cuda::sticky_error(); }
+
+  std::shared_ptr<std::byte> device_memory(size_t bytes) const override {
+    auto* buffer = new cuda::DeviceBuffer(bytes);  // tracked as every buffer of ours is
+    return std::shared_ptr<std::byte>(buffer->as<std::byte>(), [buffer](std::byte*) { delete buffer; });
+  }
+  void to_device(void* device, const void* host, size_t bytes) const override {
+    LB_CUDA_CHECK(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  }
+  void to_host(void* host, const void* device, size_t bytes) const override {
+    LB_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+  }
+  void synchronize() const override { LB_CUDA_CHECK(cudaDeviceSynchronize()); }
 
   std::vector<std::pair<std::string, std::string>> context() const override {
     auto c = cuda::gpu_context();

@@ -21,7 +21,7 @@ void GpuKernel::upload(const Problem& p, const TensorSet& ts) {
   dst_elements_ = ts.has(Arg::dst) ? ts.at(Arg::dst).elements() : ts.at(Arg::diff_dst).elements();
   for (int i = 0; i < kNumArgs; ++i) {
     const Arg a = Arg(i);
-    if (!ts.has(a)) {
+    if (!ts.has(a) || bound_[i]) {
       devices_[i] = DeviceBuffer();
       continue;
     }
@@ -47,6 +47,7 @@ void GpuKernel::relu_backward_pass() const {
 void GpuKernel::finish(TensorSet& ts) {
   LB_CUDA_CHECK(cudaDeviceSynchronize());
   for (Arg a : output_args(problem_)) {
+    if (bound_[int(a)]) continue;  // shared: whoever bound it reads it there
     Tensor& t = ts.at(a);
     LB_CUDA_CHECK(cudaMemcpy(t.data(), dev(a), t.bytes(), cudaMemcpyDeviceToHost));
   }
@@ -55,6 +56,7 @@ void GpuKernel::finish(TensorSet& ts) {
 void GpuKernel::release() {
   for (auto& d : devices_)
     d = DeviceBuffer();
+  bound_.fill(nullptr);
   workspace_ = DeviceBuffer();
   extra_bytes_ = 0;
 }

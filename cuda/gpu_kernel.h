@@ -2,7 +2,8 @@
 // of relu=inplace/separate. prepare() uploads every argument, outputs included (the harness
 // poisons them first, so an output element the kernel never writes still holds the poison
 // when it comes back); finish() waits and downloads the outputs. run() of a subclass only
-// launches.
+// launches. An argument bound to shared device memory (bind(), a graph's arena) is neither
+// copied up nor down: dev() is that memory.
 #pragma once
 
 #include <array>
@@ -19,12 +20,16 @@ class GpuKernel : public Kernel {
 
   void finish(TensorSet& ts) override;
   void release() override;
+  bool bind(Arg a, void* device_data) override {
+    bound_[int(a)] = device_data;
+    return true;
+  }
   size_t scratch_bytes() const override { return workspace_.bytes() + extra_bytes_; }
 
  protected:
   // Allocates and uploads a device copy of every argument of p.
   void upload(const Problem& p, const TensorSet& ts);
-  void* dev(Arg a) const { return devices_[int(a)].get(); }
+  void* dev(Arg a) const { return bound_[int(a)] ? bound_[int(a)] : devices_[int(a)].get(); }
   // The element-wise pass after the layer, as the modes are defined (problem.h):
   // relu=inplace dst := max(dst, 0), relu=separate relu_dst := max(dst, 0); nothing for
   // none and fused (the kernel's epilogue). Launches on the default stream, asynchronous.
@@ -37,8 +42,9 @@ class GpuKernel : public Kernel {
 
   Problem problem_;
   std::array<DeviceBuffer, kNumArgs> devices_;
-  DeviceBuffer workspace_;  // the library's workspace, sized in prepare()
-  size_t extra_bytes_ = 0;  // other device memory a subclass holds (converted bias, ...)
+  std::array<void*, kNumArgs> bound_{};  // bind()'s, in place of devices_ (not ours)
+  DeviceBuffer workspace_;               // the library's workspace, sized in prepare()
+  size_t extra_bytes_ = 0;               // other device memory a subclass holds (converted bias, ...)
 
  private:
   int64_t dst_elements_ = 0;

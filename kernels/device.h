@@ -5,6 +5,7 @@
 // (cuda/device_runtime.cpp) when CUDA is built, so that bench/ never names CUDA.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,20 @@ class DeviceRuntime {
   virtual std::string why_broken() const { return {}; }
   // Results-context entries: model, driver, library versions, clocks.
   virtual std::vector<std::pair<std::string, std::string>> context() const { return {}; }
+  // Device memory a session shares between kernels (a graph's arena, Kernel::bind): `bytes`
+  // of it, freed with the last copy of the pointer; copies to and from the host, and a wait
+  // for the work queued. The host's runtime has none: nullptr.
+  virtual std::shared_ptr<std::byte> device_memory(size_t bytes) const {
+    (void)bytes;
+    return nullptr;
+  }
+  virtual void to_device(void* device, const void* host, size_t bytes) const {
+    (void)device, (void)host, (void)bytes;
+  }
+  virtual void to_host(void* host, const void* device, size_t bytes) const {
+    (void)device, (void)host, (void)bytes;
+  }
+  virtual void synchronize() const {}
 };
 
 // "12.34": bytes in GiB with two decimals, as out-of-memory reasons give them.

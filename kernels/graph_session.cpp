@@ -186,13 +186,20 @@ GraphSession::GraphSession(Graph g, const Registry& r, std::string backend, Cont
       nodes_[fused_relu[i]].step = Step::relu;
       nodes_[i].entry = pick_kernel(r, *node.problem, backend_, chosen, &why);
     }
-    if (!nodes_[i].entry)
-      unsupported_ = node.name + ": " + why;
-    else if (nodes_[i].entry->info.device != Device::cpu)
-      unsupported_ =
-          node.name + ": " + nodes_[i].entry->info.id +
-          ": a GPU graph needs its layers' device buffers shared (GpuKernel::bind), not written yet";
+    if (!nodes_[i].entry) unsupported_ = node.name + ": " + why;
   }
+  // One device per graph: all its kernels on the host, or all on the GPU.
+  const KernelEntry* first = nullptr;
+  for (size_t i = 0; i < n && unsupported_.empty(); ++i) {
+    const KernelEntry* e = nodes_[i].entry;
+    if (!e) continue;
+    if (!first) first = e;
+    if (e->info.device != first->info.device)
+      unsupported_ = graph_.nodes[i].name + ": " + e->info.id + " runs on the " +
+                     std::string(name(e->info.device)) + ", " + first->info.id + " on the " +
+                     std::string(name(first->info.device)) + ": a graph runs on one device";
+  }
+  if (unsupported_.empty() && first && first->info.device == Device::gpu) gpu_ = &device_runtime(Device::gpu);
   plan_ = plan_arena(graph_);
 }
 
@@ -217,6 +224,7 @@ void GraphSession::allocate(uint64_t seed) {
   const Mapping m = map_populated(std::max<size_t>(plan_.arena_bytes, 64));
   arena_ = m.data;
   arena_mapped_ = m.bytes;
+  if (gpu_) device_arena_ = gpu_->device_memory(std::max<size_t>(plan_.arena_bytes, 64));
   auto batch_dims = [this](const std::vector<int64_t>& shape) {
     std::vector<int64_t> dims{graph_.batch};
     dims.insert(dims.end(), shape.begin(), shape.end());
@@ -227,6 +235,7 @@ void GraphSession::allocate(uint64_t seed) {
     Tensor in = buffer_view(0, batch_dims(graph_.in_shape));
     Problem p{Dense{.mb = 1, .ic = in.elements(), .oc = 1}, graph_.dt};
     fill_input(in, p, Arg::src, seed);
+    if (gpu_) upload(in);
   }
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
     const Node& n = graph_.nodes[i];
@@ -278,18 +287,34 @@ void GraphSession::prepare() {
     NodeState& s = nodes_[i];
     if (s.step != Step::kernel) continue;
     s.kernel = s.entry->make();
+    if (gpu_)  // the activations stay in the device arena; the parameters are the kernel's to copy
+      for (Arg a : {Arg::src, Arg::dst, Arg::relu_dst})
+        if (s.ts.has(a) && s.ts.at(a).is_view() && !s.kernel->bind(a, on_device(s.ts.at(a))))
+          throw Error(s.entry->info.id +
+                      ": a GPU kernel that does not take shared device memory (Kernel::bind)");
     s.kernel->prepare(*graph_.nodes[i].problem, s.ts, ctx_);
   }
 }
 
 void GraphSession::run_node(size_t i) {
   NodeState& s = nodes_[i];
-  const Node& n = graph_.nodes[i];
   if (s.step == Step::kernel) {
     s.kernel->run(s.ts);
     return;
   }
   if (s.step == Step::view) return;
+  if (gpu_) {  // on the host, between the device's copies
+    gpu_->synchronize();
+    for (const Tensor& in : s.inputs)
+      download(in);
+  }
+  run_elementwise(i);
+  if (gpu_) upload(*s.out);
+}
+
+void GraphSession::run_elementwise(size_t i) {
+  NodeState& s = nodes_[i];
+  const Node& n = graph_.nodes[i];
   Tensor& out = *s.out;
   const int64_t count = out.elements();
   with_storage(out.storage(), [&](auto store) {
@@ -368,6 +393,7 @@ void GraphSession::run_node(size_t i) {
 void GraphSession::run() {
   for (size_t i = 0; i < nodes_.size(); ++i)
     run_node(i);
+  if (gpu_) gpu_->synchronize();  // run() returns with the work done
 }
 
 void GraphSession::run_per_node() {
@@ -375,6 +401,7 @@ void GraphSession::run_per_node() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const auto start = std::chrono::steady_clock::now();
     run_node(i);
+    if (gpu_) gpu_->synchronize();
     node_seconds_[i] += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 }
@@ -529,11 +556,28 @@ GraphVerdict GraphSession::run_verified(int64_t max_reference_macs) {
     }
     if (s.step == Step::kernel) {
       const Problem& p = *n.problem;
+      auto arena_views = [&](const std::vector<Arg>& args) {
+        std::vector<const Tensor*> out;
+        for (Arg a : args)
+          if (s.ts.at(a).is_view()) out.push_back(&s.ts.at(a));
+        return out;
+      };
+      if (gpu_)
+        for (const Tensor* t : arena_views(input_args(p)))
+          download(*t);
       const InputDigests before = input_digests(s.ts, p);
-      for (Arg a : output_args(p))
+      for (Arg a : output_args(p)) {
         poison(s.ts.at(a));
+        if (gpu_ && s.ts.at(a).is_view()) upload(s.ts.at(a));
+      }
       run_node(i);
-      s.kernel->finish(s.ts);
+      s.kernel->finish(s.ts);  // a GPU kernel waits, and downloads what is not bound
+      if (gpu_) {
+        for (const Tensor* t : arena_views(output_args(p)))
+          download(*t);
+        for (const Tensor* t : arena_views(input_args(p)))
+          download(*t);
+      }
       v = verify_outputs(p, s.ts, before, max_reference_macs, s.kernel->rounds_before_bias());
     } else {
       // An in-place node overwrites its input: compare against a copy taken before.
@@ -541,6 +585,11 @@ GraphVerdict GraphSession::run_verified(int64_t max_reference_macs) {
       std::vector<const Tensor*> inputs;
       const bool in_place = !n.new_buffer;
       copies.reserve(s.inputs.size());
+      if (gpu_) {
+        gpu_->synchronize();
+        for (const Tensor& in : s.inputs)
+          download(in);
+      }
       for (const Tensor& in : s.inputs) {
         if (in_place) copies.push_back(in.clone());
         inputs.push_back(in_place ? &copies.back() : &in);
@@ -566,6 +615,18 @@ GraphVerdict GraphSession::run_verified(int64_t max_reference_macs) {
     if (v.status == Status::failed) break;  // later nodes read what it wrote
   }
   return out;
+}
+
+void* GraphSession::on_device(const Tensor& view) const {
+  return device_arena_.get() + (static_cast<const std::byte*>(view.data()) - arena_);
+}
+
+void GraphSession::download(const Tensor& view) const {
+  gpu_->to_host(const_cast<void*>(view.data()), on_device(view), view.bytes());
+}
+
+void GraphSession::upload(const Tensor& view) const {
+  gpu_->to_device(on_device(view), view.data(), view.bytes());
 }
 
 const Tensor& GraphSession::output() const {

@@ -12,14 +12,16 @@
 // Each op node (dense, conv2d, lstm, pool2d) runs the first kernel of the backend that is not
 // opt-in and supports its problem, or the one given for its op (--kernel); its tensors are
 // views of the arena (Tensor::view) for its input and output and its own for the
-// parameters. The other nodes are the graph's own element-wise code on the host, the same
-// for every backend: relu, relu6 and batchnorm (where not folded into the layer before it)
-// in place or into a buffer of their own, add, concat and softmax (over the channels);
-// flatten and a folded batchnorm are views. An in-place relu right after an op layer
-// (through a folded batchnorm) that nothing else reads is fused into it, relu=fused, as a
-// framework hands it to oneDNN as a post-op (`fuse_relu`; not where the backend's kernel
-// does not take relu=fused). Graphs run in f32, tf32, f16 and bf16
-// (i8 and f8 would need requantising between layers: declined).
+// parameters. A GPU backend's graph keeps a twin of the arena in device memory, bound to its
+// kernels (Kernel::bind: no per-kernel copies of the activations); its element-wise nodes
+// run on the host between a download of their inputs and an upload of their output (correct,
+// and slow: GPU element-wise kernels are not written). Never run on a GPU yet. The other nodes are the
+// graph's own element-wise code on the host, the same for every backend: relu, relu6 and batchnorm (where not
+// folded into the layer before it) in place or into a buffer of their own, add, concat and softmax (over the
+// channels); flatten and a folded batchnorm are views. An in-place relu right after an op layer (through a
+// folded batchnorm) that nothing else reads is fused into it, relu=fused, as a framework hands it to oneDNN
+// as a post-op (`fuse_relu`; not where the backend's kernel does not take relu=fused). Graphs run in f32,
+// tf32, f16 and bf16 (i8 and f8 would need requantising between layers: declined).
 //
 // Parameters are seeded per node and scaled as He et al. initialise them (uniform with
 // variance 2 / fan-in), so that activations neither vanish nor overflow through 50 layers;
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device.h"
 #include "kernels/graph.h"
 #include "kernels/registry.h"
 #include "kernels/verify.h"
@@ -109,8 +112,17 @@ class GraphSession {
   std::vector<NodeState> nodes_;
   std::vector<double> node_seconds_;
 
+  // A GPU graph (its kernels on the GPU): the arena's twin in device memory, where the
+  // kernels read and write (Kernel::bind); the host arena holds what verification reads.
+  const DeviceRuntime* gpu_ = nullptr;
+  std::shared_ptr<std::byte> device_arena_;
+
   Tensor buffer_view(int buffer, std::vector<int64_t> dims) const;
   void run_node(size_t i);
+  void run_elementwise(size_t i);  // on the host arena
+  void* on_device(const Tensor& view) const;
+  void download(const Tensor& view) const;  // a view of the arena, from its device twin
+  void upload(const Tensor& view) const;
 };
 
 // check --graph: the network run by `backend` of `r` and verified (run_verified()), then its

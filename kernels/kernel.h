@@ -45,6 +45,15 @@ class Kernel {
   virtual void rearm(TensorSet& ts) { (void)ts; }
   // Frees what prepare() acquired; the kernel may be prepared again afterwards.
   virtual void release() {}
+  // Before prepare(): argument `a` lives at `device_data` on the kernel's device, shared with
+  // other kernels (a graph's arena, kernels/graph_session.h), and the kernel uses it instead of
+  // a copy of its own: prepare() neither allocates nor uploads it, finish() leaves it there.
+  // True where the kernel takes it (a GPU kernel, until release()); a CPU kernel's tensors are
+  // the host's already: false.
+  virtual bool bind(Arg a, void* device_data) {
+    (void)a, (void)device_data;
+    return false;
+  }
 
   // After prepare(): what the library chose (implementation, algorithm), for the
   // results; empty when there is no choice to report.

@@ -10,5 +10,6 @@ namespace lb::cuda {
 // find: the algorithm from cuDNN's exhaustive search in prepare(), else its heuristics.
 std::unique_ptr<Kernel> make_cudnn_conv2d(bool find);
 std::unique_ptr<Kernel> make_cudnn_lstm();
+std::unique_ptr<Kernel> make_cudnn_pool2d();
 
 }  // namespace lb::cuda

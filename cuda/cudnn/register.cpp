@@ -27,6 +27,12 @@ void register_cudnn(Registry& r) {
          .accumulation = "f32 (tf32/f16/bf16 tensor cores)",
          .passes = {Pass::fwd, Pass::fwd_train, Pass::bwd, Pass::train}},
         [] { return make_cudnn_lstm(); });
+  r.add({.id = "pool2d.cudnn.default",
+         .device = Device::gpu,
+         .idea =
+             "cudnnPoolingForward, NCHW: max, or average counting the padding (PyTorch's count_include_pad)",
+         .accumulation = "f32"},
+        [] { return make_cudnn_pool2d(); });
 }
 
 }  // namespace lb

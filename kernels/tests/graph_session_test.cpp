@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "kernels/data.h"
+#include "kernels/device.h"
 #include "kernels/ops/traits.h"
 
 namespace lb {
@@ -153,6 +154,55 @@ TEST(GraphSession, SaysWhyItCannotRun) {
   const GraphVerdict embedding = check_graph(tokens, r, "ref", 1);
   EXPECT_EQ(embedding.verdict.status, Status::unsupported);
   EXPECT_NE(embedding.verdict.reason.find("embedding"), std::string::npos) << embedding.verdict.reason;
+}
+
+TEST(GraphSession, RunsOnOneDevice) {
+  Registry r;
+  register_ref(r);
+  r.add({.id = "dense.elsewhere.test",
+         .device = Device::gpu,
+         .idea = "ref, said to be on the GPU",
+         .accumulation = "f64"},
+        [] { return oracle(Op::dense).make(); });
+  const GraphVerdict v = check_graph(branchy(1), r, "elsewhere", 1, {},
+                                     {r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive")});
+  EXPECT_EQ(v.verdict.status, Status::unsupported);
+  EXPECT_NE(v.verdict.reason.find("a graph runs on one device"), std::string::npos) << v.verdict.reason;
+}
+
+// A GPU backend's graph in device memory (Kernel::bind), each layer verified; what a
+// backend lacks (cuDNN a dense layer, ours a pool) from another GPU backend. SKIPPED without
+// a usable GPU.
+TEST(GraphSession, GpuBackendsRunAGraphInDeviceMemory) {
+  if (const std::string why = device_runtime(Device::gpu).why_unavailable(); !why.empty())
+    GTEST_SKIP() << why;
+  const Graph g = parse_network(R"(input c=8 h=16 w=16
+c1   conv2d oc=16 kh=3 kw=3 ph=1
+r1   relu
+c2   conv2d oc=16 kh=1 kw=1
+r2   relu
+sum  add in=r2,r1
+cat  concat in=sum,r1
+p    maxpool k=2
+f    flatten
+fc   dense oc=10
+prob softmax
+)",
+                                "gpu.txt", 2, DType::f32);
+  int ran = 0;
+  for (const char* backend : {"cuda", "cudnn"}) {
+    std::vector<const KernelEntry*> chosen;
+    for (const char* id : {"dense.cublas.lt", "pool2d.cudnn.default"})
+      if (const KernelEntry* k = registry().find(id)) chosen.push_back(k);
+    const GraphVerdict v = check_graph(g, registry(), backend, 3, {}, chosen);
+    if (v.verdict.status == Status::unsupported) {
+      std::printf("%s: %s\n", backend, v.verdict.reason.c_str());
+      continue;
+    }
+    EXPECT_EQ(v.verdict.status, Status::passed) << backend << ": " << v.verdict.reason;
+    ++ran;
+  }
+  EXPECT_GE(ran, 1);
 }
 
 }  // namespace
