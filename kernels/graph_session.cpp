@@ -283,9 +283,11 @@ void GraphSession::allocate(uint64_t seed) {
 }
 
 void GraphSession::prepare() {
+  const TemporaryScope scope(temporaries_);  // the layers run one after another: they share temporaries
   for (size_t i = 0; i < nodes_.size(); ++i) {
     NodeState& s = nodes_[i];
     if (s.step != Step::kernel) continue;
+    temporaries_.next_kernel();
     s.kernel = s.entry->make();
     if (gpu_)  // the activations stay in the device arena; the parameters are the kernel's to copy
       for (Arg a : {Arg::src, Arg::dst, Arg::relu_dst})

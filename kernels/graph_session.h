@@ -23,6 +23,11 @@
 // as a post-op (`fuse_relu`; not where the backend's kernel does not take relu=fused). Graphs run in f32,
 // tf32, f16 and bf16 (i8 and f8 would need requantising between layers: declined).
 //
+// Kernels prepared here take what they need only inside run() from one TemporaryPool
+// (kernels/host_memory.h) — the layers run one after another, so oneDNN's reordered
+// activations and scratchpads overlap and the graph holds the largest layer's, not the sum
+// (ResNet-50 on oneDNN at batch 32, AMD EPYC Zen 5 VM: 3.50 -> 0.72 GB measured).
+//
 // Parameters are seeded per node and scaled as He et al. initialise them (uniform with
 // variance 2 / fan-in), so that activations neither vanish nor overflow through 50 layers;
 // biases are a tenth of that.
@@ -35,6 +40,7 @@
 
 #include "kernels/device.h"
 #include "kernels/graph.h"
+#include "kernels/host_memory.h"
 #include "kernels/registry.h"
 #include "kernels/verify.h"
 
@@ -99,6 +105,10 @@ class GraphSession {
   size_t arena_bytes() const { return plan_.arena_bytes; }
   size_t parameter_bytes() const;  // the nodes' own tensors: weights, biases, LSTM states
   size_t scratch_bytes() const;    // what the prepared kernels hold beyond them
+  // Of the kernels' memory, what they need only while they run (oneDNN's reordered
+  // activations and scratchpads), taken from one pool they share (TemporaryPool,
+  // kernels/host_memory.h): the largest kernel's, not the sum.
+  size_t temporary_bytes() const { return temporaries_.bytes(); }
 
  private:
   struct NodeState;
@@ -110,6 +120,7 @@ class GraphSession {
   std::byte* arena_ = nullptr;
   size_t arena_mapped_ = 0;
   std::vector<NodeState> nodes_;
+  TemporaryPool temporaries_;
   std::vector<double> node_seconds_;
 
   // A GPU graph (its kernels on the GPU): the arena's twin in device memory, where the

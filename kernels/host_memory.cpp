@@ -190,4 +190,46 @@ size_t case_resident_peak() {
   return p.lent_peak;
 }
 
+namespace {
+thread_local TemporaryPool* current_pool = nullptr;
+}  // namespace
+
+TemporaryPool::TemporaryPool() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  reserved_ = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : size_t(1) << 34;
+  void* p =
+      mmap(nullptr, reserved_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    reserved_ = 0;
+    return;
+  }
+  base_ = static_cast<std::byte*>(p);
+  madvise(base_, reserved_,
+          MADV_HUGEPAGE);  // as our tensors: large reorders on 2 MiB pages where the host allows
+}
+
+TemporaryPool::~TemporaryPool() {
+  if (base_) munmap(base_, reserved_);
+}
+
+void* TemporaryPool::take(size_t bytes) {
+  const size_t at = size_t(round_up(int64_t(used_), 64));
+  if (!base_ || at + bytes > reserved_) return nullptr;
+  used_ = at + bytes;
+  largest_ = std::max(largest_, used_);
+  return base_ + at;
+}
+
+TemporaryScope::TemporaryScope(TemporaryPool& pool) : outer_(current_pool) {
+  current_pool = &pool;
+}
+
+TemporaryScope::~TemporaryScope() {
+  current_pool = outer_;
+}
+
+void* take_temporary(size_t bytes) {
+  return current_pool ? current_pool->take(bytes) : nullptr;
+}
+
 }  // namespace lb

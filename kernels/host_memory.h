@@ -100,4 +100,39 @@ struct ResidentAllocator {
 // The reference's values in double (ref kernels, Expected).
 using Doubles = std::vector<double, ResidentAllocator<double>>;
 
+// Memory a kernel needs only inside run() — an activation reordered into a library's layout,
+// a scratchpad — where kernels run one after another (a graph's layers, GraphSession): while
+// a pool is current on a thread (a TemporaryScope), take_temporary() there hands each kernel
+// its temporaries from the pool's start (next_kernel() starts the next one there again), so
+// they overlap those of the kernels before it and the pool holds the largest kernel's, not
+// the sum. The pool is address space reserved without memory (MAP_NORESERVE): a page becomes
+// memory when a run first touches it. Outside a scope, take_temporary() is nullptr and the
+// kernel allocates its own.
+class TemporaryPool {
+ public:
+  TemporaryPool();  // reserves the machine's physical memory's size of address space
+  ~TemporaryPool();
+  TemporaryPool(const TemporaryPool&) = delete;
+  TemporaryPool& operator=(const TemporaryPool&) = delete;
+  void next_kernel() { used_ = 0; }
+  // 64-byte aligned, or nullptr when the reservation cannot hold it.
+  void* take(size_t bytes);
+  size_t bytes() const { return largest_; }  // the largest kernel's temporaries
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t reserved_ = 0, used_ = 0, largest_ = 0;
+};
+class TemporaryScope {
+ public:
+  explicit TemporaryScope(TemporaryPool& pool);
+  ~TemporaryScope();
+  TemporaryScope(const TemporaryScope&) = delete;
+  TemporaryScope& operator=(const TemporaryScope&) = delete;
+
+ private:
+  TemporaryPool* outer_;
+};
+void* take_temporary(size_t bytes);
+
 }  // namespace lb

@@ -272,6 +272,7 @@ int run_graph_command(const std::vector<std::string>& argv) {
                 row["arena_bytes"] = s.arena_bytes();
                 row["parameter_bytes"] = s.parameter_bytes();
                 row["scratch_bytes"] = s.scratch_bytes();
+                row["temporary_bytes"] = s.temporary_bytes();
                 row["kernels"] = s.node_kernels();
                 if (per_node) {
                   // Each layer's share of the timed runs, and by type (conv, depthwise, relu, add...).

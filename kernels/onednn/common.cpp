@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "kernels/common.h"
+#include "kernels/host_memory.h"
 #include "kernels/ops/traits.h"
 
 namespace lb::onednn {
@@ -125,6 +126,14 @@ dnnl::memory Plan::owned(const dnnl::memory::desc& md, bool saved) {
   return m;
 }
 
+dnnl::memory Plan::temporary(const dnnl::memory::desc& md) {
+  void* p = take_temporary(md.get_size());
+  if (!p) return owned(md);
+  dnnl::memory m = LB_DNNL(dnnl::memory(md, engine(), p));
+  owned_.push_back(m);
+  return m;
+}
+
 dnnl::memory Plan::reordered_now(const TensorSet& ts, Arg a, const dnnl::memory::desc& user,
                                  size_t byte_offset, const dnnl::memory::desc& want) {
   if (user == want) return bind(a, user, byte_offset);
@@ -206,7 +215,7 @@ dnnl::memory Plan::add_relu_backward(Relu relu, const dnnl::memory::desc& md) {
 dnnl::memory Plan::input(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& want) {
   const dnnl::memory bound = bind(a, user);
   if (user == want) return bound;
-  const dnnl::memory m = owned(want);
+  const dnnl::memory m = temporary(want);
   add_reorder(bound, m, std::string(name(a)) + " reorder");
   return m;
 }
@@ -214,7 +223,7 @@ dnnl::memory Plan::input(Arg a, const dnnl::memory::desc& user, const dnnl::memo
 dnnl::memory Plan::input_of(const dnnl::memory& given, const dnnl::memory::desc& want,
                             const std::string& what) {
   if (given.get_desc() == want) return given;
-  const dnnl::memory m = owned(want);
+  const dnnl::memory m = temporary(want);
   add_reorder(given, m, what + " reorder");
   return m;
 }
@@ -222,7 +231,7 @@ dnnl::memory Plan::input_of(const dnnl::memory& given, const dnnl::memory::desc&
 Plan::Output Plan::output(Arg a, const dnnl::memory::desc& user, const dnnl::memory::desc& have,
                           size_t byte_offset) {
   const dnnl::memory bound = bind(a, user, byte_offset);
-  return {user == have ? bound : owned(have), bound};
+  return {user == have ? bound : temporary(have), bound};
 }
 
 void Plan::zero_in_rearm(const dnnl::memory& m) {
@@ -238,7 +247,7 @@ void Plan::finalize() {
   for (const Step& s : steps_)
     bytes = std::max(bytes, s.scratchpad.get_size());
   if (bytes == 0) return;
-  scratchpad_ = owned(dnnl::memory::desc({dnnl::memory::dim(bytes)}, dt::u8, tag::x));
+  scratchpad_ = temporary(dnnl::memory::desc({dnnl::memory::dim(bytes)}, dt::u8, tag::x));
   for (Step& s : steps_) {
     if (s.scratchpad.get_size() == 0) continue;
     dnnl::memory m = LB_DNNL(dnnl::memory(s.scratchpad, engine(), scratchpad_.get_data_handle()));

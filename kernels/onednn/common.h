@@ -11,7 +11,9 @@
 //
 // Scratchpad: every primitive is created with scratchpad_mode::user; the Plan allocates
 // one buffer, the largest any of its primitives asks for, in finalize() (the primitives
-// run one after another, so they can share it), and counts it in held_bytes().
+// run one after another, so they can share it), and counts it in held_bytes(). It and the
+// activations a run reorders into oneDNN's layouts are temporaries: in a graph's session
+// they come from the pool every layer's kernel shares (Plan::temporary).
 //
 // oneDNN's primitive cache is off (engine()): every prepare() creates, and every release()
 // frees, its own primitives, so what a case holds does not depend on the cases before it.
@@ -107,6 +109,10 @@ class Plan {
   // A memory object the Plan owns (counted in held_bytes(); `saved`: also in saved_bytes(),
   // what a training forward keeps for the backward, as oneDNN's RNN workspace).
   dnnl::memory owned(const dnnl::memory::desc& md, bool saved = false);
+  // One that only run() uses (a reordered activation, the scratchpad): from the current
+  // TemporaryPool where there is one (kernels/host_memory.h: a graph's kernels share it; not
+  // in held_bytes()), else owned().
+  dnnl::memory temporary(const dnnl::memory::desc& md);
   // Bytes held beyond buffers the Plan allocates itself (e.g. a rescaled bias kept by the kernel).
   void hold(size_t bytes) { extra_bytes_ += bytes; }
 

@@ -188,11 +188,13 @@ class OnednnConv2d final : public PlanKernel {
       x = plan.bind(Arg::src, x_user);
       if (pd.src_desc() != x_user) {
         const dnnl::memory x_bound = x;
-        x = plan.owned(pd.src_desc());
+        x = plan.temporary(pd.src_desc());  // used inside run() only
         plan.add_reorder(x_bound, x, "x reorder");
       }
     }
-    if (pd.dst_desc() != y_user) y = plan.owned(pd.dst_desc());
+    // y in oneDNN's layout: inside run() only, unless it is kept until finish() (blocked).
+    if (pd.dst_desc() != y_user)
+      y = layouts_ == Layouts::blocked ? plan.owned(pd.dst_desc()) : plan.temporary(pd.dst_desc());
 
     const dnnl::memory w = plan.reordered_now(ts, Arg::wei, weights_desc(p, false), 0, pd.weights_desc());
     const dnnl::memory b = plan.bias(ts, pd.bias_desc(), scale);

@@ -111,5 +111,25 @@ TEST(HostMemory, ASessionLendsItsInputsAndOutputsToTheNextOfTheSameProblem) {
   EXPECT_EQ(s.verify().status, Status::passed);
 }
 
+TEST(HostMemory, KernelsShareTheTemporaryPoolOneAfterAnother) {
+  EXPECT_EQ(take_temporary(4096), nullptr);  // no pool current: the kernel allocates its own
+  TemporaryPool pool;
+  {
+    const TemporaryScope scope(pool);
+    pool.next_kernel();  // a first kernel: two temporaries, one after the other
+    auto* a = static_cast<std::byte*>(take_temporary(1000));
+    auto* b = static_cast<std::byte*>(take_temporary(3000));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+    EXPECT_EQ(b, a + 1024);  // 64-byte aligned after a's 1000 bytes
+    pool.next_kernel();      // the next starts at the pool's start again
+    EXPECT_EQ(take_temporary(500), a);
+    EXPECT_EQ(pool.bytes(), 1024u + 3000u);  // the largest kernel's
+    a[0] = std::byte{1};                     // memory, once touched
+    b[2999] = std::byte{2};
+  }
+  EXPECT_EQ(take_temporary(64), nullptr);  // the scope closed
+}
+
 }  // namespace
 }  // namespace lb

@@ -1,7 +1,7 @@
 """scripts/graphs: whole networks' runs (`layerbench run --graph ... --out FILE.json`) as tables:
 time and images/s per batch, the measured peak host memory beside liveness's prediction and
 what the run says it held (the arena, the layers' parameters, the kernels' own copies and
-workspaces), and per network, backend and dtype the fit peak = fixed + slope x batch
+workspaces, and the temporaries they share), and per network, backend and dtype the fit peak = fixed + slope x batch
 (least squares over the batches measured), of the measured peak and of liveness's.
 Where a GPU backend and a CPU backend ran the same network, the batch from which the GPU's
 images/s lead (the crossover).
@@ -66,7 +66,7 @@ def render(runs, machines):
     for r in runs:
         groups[(r["network"], r["dtype"], r.get("threads", 1), r["backend"])].append(r)
     out += ["| network | dtype | threads | backend | batch | ms/run | images/s | host peak MB | liveness MB "
-            "| arena + params + scratch MB | peak / liveness | peak / (liveness + scratch) | status |",
+            "| arena + params + kernels' own MB | peak / liveness | peak / (liveness + kernels' own) | status |",
             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     fits = []
     for (network, dtype, threads, backend), rows in sorted(groups.items()):
@@ -76,12 +76,13 @@ def render(runs, machines):
                 out.append(f"| {network} | {dtype} | {threads} | {backend} | {r['batch']} | | | | "
                            f"{r['liveness_bytes'] / MB:.1f} | | | | {r['status']}: {r.get('reason', '')} |")
                 continue
-            held = r["arena_bytes"] + r["parameter_bytes"] + r["scratch_bytes"]
+            own = r["scratch_bytes"] + r.get("temporary_bytes", 0)  # the kernels' own, and their shared temporaries
+            held = r["arena_bytes"] + r["parameter_bytes"] + own
             live = r["liveness_bytes"]
             out.append(f"| {network} | {dtype} | {threads} | {backend} | {r['batch']} | {r['seconds'] * 1e3:.2f} | "
                        f"{r['images_per_s']:.1f} | {r['host_peak_bytes'] / MB:.1f} | {live / MB:.1f} | "
                        f"{held / MB:.1f} | {r['host_peak_bytes'] / live:.2f} | "
-                       f"{r['host_peak_bytes'] / (live + r['scratch_bytes']):.2f} | {r['status']} |")
+                       f"{r['host_peak_bytes'] / (live + own):.2f} | {r['status']} |")
         ok = [r for r in rows if measured(r)]
         peak_fixed, peak_slope = fit([(r["batch"], r["host_peak_bytes"]) for r in ok])
         live_fixed, live_slope = fit([(r["batch"], r["liveness_bytes"]) for r in ok])
