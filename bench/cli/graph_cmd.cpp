@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "bench/harness/git_info.h"
 #include "bench/harness/machine.h"
 #include "bench/harness/probes.h"
+#include "bench/harness/sysinfo.h"
 #include "kernels/common.h"
 #include "kernels/data.h"
 #include "kernels/device.h"
@@ -75,7 +77,7 @@ GraphArgs common_args(const Args& a, const std::string& command, std::vector<int
     const std::vector<std::string> known = r.backends();
     for (const std::string& name : g.backends)
       if (std::find(known.begin(), known.end(), name) == known.end())
-        throw Error(command + ": --backend " + name + ": not built in (" + join_list(known) + ")");
+        throw Error("unknown backend '" + name + "' (built in: " + join_list(known) + ")");
   } else {
     for (const std::string& name : r.backends())
       if (name != "ref") g.backends.push_back(name);
@@ -181,7 +183,7 @@ int run_graph_command(const std::vector<std::string>& argv) {
                             {"per-node", "no-fuse"});
   const GraphArgs g = common_args(a, "run", {1});
   const bool per_node = a.on("per-node");
-  auto seconds_flag = [&a](const std::string& flag, double fallback) {
+  auto number_flag = [&a](const std::string& flag, double fallback) {
     const auto v = a.get(flag);
     if (!v) return fallback;
     try {
@@ -192,21 +194,25 @@ int run_graph_command(const std::vector<std::string>& argv) {
     }
     throw Error("run: --" + flag + " " + *v + ": expected a number > 0");
   };
-  const double min_time = seconds_flag("min-time", 1.0), max_run_time = seconds_flag("max-run-time", 20.0);
-  const double limit_gib = seconds_flag("memory-limit", 0.0);
+  const double min_time = number_flag("min-time", 1.0), max_run_time = number_flag("max-run-time", 20.0);
+  const double limit_gib = number_flag("memory-limit", 0.0);
   const bench::Machine machine = bench::identify_machine(a.get("machine").value_or(""), "");
   const std::string out_path = a.get("out").value_or("");
   bench::use_honest_allocator();
 
-  nlohmann::ordered_json results = {{"layerbench_graph_runs", 1},  {"machine", machine.name},
-                                    {"commit", bench::kGitCommit}, {"date", bench::kBuildDescription},
-                                    {"threads", g.threads},        {"runs", nlohmann::ordered_json::array()}};
-  results["date"] = [] {
+  const std::string started = [] {
     char text[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     return std::string(text);
   }();
+  nlohmann::ordered_json results = {
+      {"layerbench_graph_runs", 1},  {"machine", machine.name},           {"date", started},
+      {"commit", bench::kGitCommit}, {"build", bench::kBuildDescription}, {"threads", g.threads}};
+  results["cpu"] = bench::cpu_model() + " (" + bench::cpu_signature() + "; " + bench::cpu_isa() + ")";
+  for (const auto& [key, value] : machine.facts)  // whose numbers these are
+    results["machine_facts"][key] = value;
+  results["runs"] = nlohmann::ordered_json::array();
   auto save = [&] {
     if (out_path.empty()) return;
     std::ofstream f(out_path);

@@ -91,6 +91,12 @@ expect 2 'expected a command' -- "$lb"
 expect 2 "unknown command 'frobnicate'" -- "$lb" frobnicate
 expect 2 "unknown network 'resnet9000' \(available: alexnet" -- "$lb" analyze resnet9000
 expect 2 "unknown suite 'nope' \(available: " -- "$lb" check --suite nope
+expect 2 "unknown network 'resnet9000' \(available: alexnet" -- "$lb" check --graph resnet9000
+expect 2 "unknown backend 'tpu' \(built in: " -- "$lb" run --graph alexnet --backend tpu
+expect 2 'check: --batch auto is for run --graph' -- "$lb" check --graph alexnet --batch auto
+expect 2 '--memory-limit -1: expected a number > 0' -- "$lb" run --graph alexnet --batch auto --memory-limit -1
+expect 2 '--kernel dense.nope.x: no such kernel' -- "$lb" check --graph alexnet --kernel dense.nope.x
+expect 2 "unknown flag '--bacth'" -- "$lb" run --graph alexnet --bacth 4
 expect 2 "unknown backend 'tpu' \(built in: ref" -- "$lb" check --backend tpu
 expect 2 "dtype 'f33': expected one of" -- "$lb" check --dtype f32,f33
 expect 2 "unknown flag '--bacth'" -- "$lb" analyze alexnet --bacth 4

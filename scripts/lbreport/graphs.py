@@ -47,7 +47,7 @@ def load(paths):
         if "layerbench_graph_runs" not in data:
             print(f"graphs: {path}: not a file of graph runs (layerbench run --graph --out)", file=sys.stderr)
             continue
-        machines.add(data.get("machine", "?"))
+        machines.add(data.get("machine", "?") + (f", {data['cpu']}" if data.get("cpu") else ""))
         runs.extend(data.get("runs", []))
     return runs, machines
 

@@ -2,14 +2,16 @@
 the form the project's targets take ("≥ 0.9× oneDNN on the same case, same thread count").
 
     scripts/ratios RESULTS.json [MORE ...] --backend cpu --baseline onednn [--min 0.9] [--csv FILE]
-                   [--statistic median|fastest]
+                   [--statistic median|fastest] [--plot ratios.png]
     scripts/ratios RESULTS.json [MORE ...] --steps dense.cpu.naive,dense.cpu.blocked,...
 
 Pairs every measured case of --backend with the cases of --baseline on the same problem line
 (layer names aside), dtype, thread count, cache mode and synchronisation, and reports
 ratio = baseline time / kernel time (above 1: faster than the baseline). Where the baseline
 has several kernels for a problem (oneDNN's default and NCHW convolutions), the fastest one
-is the yardstick. Times are each case's median over its repetitions; --statistic fastest
+is the yardstick. After the table, the ratios as a distribution per op, dtype and thread
+count: the geomean, the minimum and maximum and the five worst problems (--plot draws each
+group's ratios on a log axis with its geomean). Times are each case's median over its repetitions; --statistic fastest
 takes each case's fastest repetition instead (and that repetition's % of peak and of
 bandwidth): on a shared host, where a neighbour slows some repetitions and not others, the
 fastest repetitions of two kernels are the fairer pair. --steps instead prints one row per
@@ -22,6 +24,7 @@ Exit status: 0; 1 with --min when some ratio is below it, or when an input could
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from .results import all_cases, load_many, problem_without, Complaints
@@ -38,6 +41,7 @@ def parse_args(argv):
     p.add_argument("--csv", help="also write the table as CSV here")
     p.add_argument("--statistic", choices=("median", "fastest"), default="median",
                    help="each case's time: the median of its repetitions (default) or the fastest one")
+    p.add_argument("--plot", help="the ratios' distribution per op, dtype and threads, as PNG")
     a = p.parse_args(argv)
     if bool(a.steps) == bool(a.backend and a.baseline):
         p.error("give either --backend and --baseline, or --steps")
@@ -93,6 +97,44 @@ def ratio_table(cases, backend, baseline, statistic="median"):
     return t, ratios
 
 
+def distribution(ratios):
+    """Per op, dtype and threads: how many, the geomean, the minimum and the five worst
+    problems (their ratios), as a table: a target such as "≥ 1.0× geomean, none < 0.8×" reads
+    off one row."""
+    groups = {}
+    for c, r in ratios:
+        groups.setdefault((c.op, c.dtype, c.threads), []).append((r, label(c)))
+    t = Table([("op", "op"), ("dtype", "dtype"), ("threads", "threads"), ("cases", "cases"),
+               ("geomean", "geomean"), ("min", "min"), ("max", "max"), ("five worst", "worst")],
+              right=[False, False, True, True, True, True, True, False])
+    for (op, dtype, threads), rs in sorted(groups.items()):
+        rs.sort()
+        geo = math.exp(sum(math.log(r) for r, _ in rs) / len(rs))
+        worst = "; ".join(f"{name} {r:.2f}×" for r, name in rs[:5])
+        t.add([op, dtype, threads, len(rs), f"{geo:.2f}×", f"{rs[0][0]:.2f}×", f"{rs[-1][0]:.2f}×", worst],
+              [op, dtype, threads, len(rs), geo, rs[0][0], rs[-1][0], worst])
+    return t, groups
+
+
+def plot_distribution(groups, backend, baseline, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = sorted(groups)
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(keys)))
+    for i, k in enumerate(keys):
+        xs = [r for r, _ in groups[k]]
+        ax.scatter(xs, [i] * len(xs), s=14, alpha=0.6)
+        geo = math.exp(sum(math.log(x) for x in xs) / len(xs))
+        ax.plot([geo, geo], [i - 0.3, i + 0.3], color="black")
+    ax.axvline(1.0, color="grey", linestyle=":")
+    ax.set_xscale("log", base=2)
+    ax.set_yticks(range(len(keys)), [f"{op} {dt} {th}t" for op, dt, th in keys])
+    ax.set_xlabel(f"{baseline} time / {backend} time (above 1: {backend} faster); bar: geomean")
+    fig.tight_layout()
+    fig.savefig(path)
+
+
 def steps_table(cases, kernels):
     by = {}
     for c in cases:
@@ -145,4 +187,12 @@ def main(argv=None):
             print(f"  below: {c.name} {r:.2f}×")
         if low:
             status = 1
+        d, groups = distribution(ratios)
+        print("\n" + d.markdown())
+        if a.plot:
+            try:
+                plot_distribution(groups, a.backend, a.baseline, a.plot)
+            except ImportError:
+                print("ratios: --plot needs python3-matplotlib (scripts/install-deps.sh installs it)", file=sys.stderr)
+                return 2
     return status

@@ -39,6 +39,31 @@ class Ratios(unittest.TestCase):
         self.assertIn("5 below 1×", p.stdout)
         self.assertNotIn("below: " + CONV, p.stdout)
 
+    def test_distribution_per_op_dtype_and_threads(self):
+        faster = scaled(self.cpu, CONV, "real_time", 0.5)
+        with TempDir() as tmp:
+            png = tmp + "/ratios.png"
+            p = script("ratios", write_results(tmp, "r.json", faster), "--backend", "eigen", "--baseline", "onednn",
+                       "--plot", png)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        table = p.stdout.split("| op |", 1)[1]
+        rows = [l.split("|") for l in table.splitlines()[2:] if l.startswith("| ")]
+        ratios = {}  # (op, dtype, threads) -> the per-case ratios the first table printed
+        for r in self.rows(p.stdout.split("| op |", 1)[0]):
+            cells = [c.strip() for c in r.split("|")]
+            ratios.setdefault(cells[2], []).append(float(cells[10].rstrip("×")))
+        self.assertGreaterEqual(len(rows), 1)
+        for row in rows:
+            cells = [c.strip() for c in row]
+            n, geo, low, worst = int(cells[4]), float(cells[5].rstrip("×")), float(cells[6].rstrip("×")), cells[8]
+            self.assertLessEqual(low, geo)
+            self.assertEqual(len(worst.split("; ")), min(n, 5))
+        every = [r for rs in ratios.values() for r in rs]
+        self.assertIn(f"{min(every):.2f}×", table)  # the worst case's ratio is some group's minimum
+        self.assertIn("1.86×", table)  # the case made twice as fast is in its group's maximum
+
     def test_fastest_repetitions(self):
         # Two of eigen's three repetitions twice as slow (a neighbour's moment): the median
         # moves with them, the fastest repetition does not.
