@@ -18,6 +18,13 @@
 
 namespace lb {
 
+std::string StatusCounts::summary() const {
+  std::string out;
+  for (Status s : kAllStatuses)
+    out += (out.empty() ? "" : ", ") + std::to_string(of[int(s)]) + " " + std::string(name(s));
+  return out;
+}
+
 std::string_view name(Status s) {
   switch (s) {
     case Status::passed:

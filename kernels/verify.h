@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,13 @@ enum class Status { passed, failed, mistrusted, unsupported, out_of_memory, not_
 inline constexpr Status kAllStatuses[] = {Status::passed,      Status::failed,        Status::mistrusted,
                                           Status::unsupported, Status::out_of_memory, Status::not_run};
 std::string_view name(Status s);  // "passed", ..., "out_of_memory", "not_run"
+
+// How many verdicts of each status: check's last line, "3 passed, 0 failed, ..., 1 not_run".
+struct StatusCounts {
+  int of[std::size(kAllStatuses)] = {};
+  void add(Status s) { ++of[int(s)]; }
+  std::string summary() const;
+};
 
 struct Verdict {
   Status status = Status::passed;

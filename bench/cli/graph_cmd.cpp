@@ -152,7 +152,7 @@ int check_graph_command(const std::vector<std::string>& argv) {
       {"no-fuse"});
   const GraphArgs g = common_args(a, "check", {2});
   if (g.batches.empty()) throw Error("check: --batch auto is for run --graph");
-  int counts[std::size(kAllStatuses)] = {};
+  StatusCounts counts;
   for (const std::string& network : g.graphs)
     for (DType dt : g.dtypes)
       for (int64_t batch : g.batches) {
@@ -161,7 +161,7 @@ int check_graph_command(const std::vector<std::string>& argv) {
           const double start = bench::wall_seconds();
           const GraphVerdict v = check_graph(graph, registry(), backend, g.seed, Context{g.threads},
                                              g.kernels, g.verify_macs, g.fuse_relu);
-          ++counts[int(v.verdict.status)];
+          counts.add(v.verdict.status);
           std::printf("%-13s graph %s\n              %s (%.1f s)\n",
                       std::string(name(v.verdict.status)).c_str(),
                       case_line(network, backend, dt, batch, g.threads).c_str(), v.verdict.reason.c_str(),
@@ -169,11 +169,8 @@ int check_graph_command(const std::vector<std::string>& argv) {
           std::fflush(stdout);
         }
       }
-  std::string summary;
-  for (Status s : kAllStatuses)
-    summary += (summary.empty() ? "" : ", ") + std::to_string(counts[int(s)]) + " " + std::string(name(s));
-  std::printf("check: %s\n", summary.c_str());
-  return counts[int(Status::failed)] ? 1 : 0;
+  std::printf("check: %s\n", counts.summary().c_str());
+  return counts.of[int(Status::failed)] ? 1 : 0;
 }
 
 int run_graph_command(const std::vector<std::string>& argv) {

@@ -285,20 +285,17 @@ int cmd_check(const std::vector<std::string>& argv) {
   // Everything is parsed and validated, and the cases expanded, before the first line of output.
   const CheckArgs args = parse_check_args(argv);
   const std::vector<bench::Case> cases = bench::expand(args.spec);
-  int counts[std::size(kAllStatuses)] = {};
+  StatusCounts counts;
   for (const bench::Case& c : cases) {
     const Verdict v = check_case(c, args);
-    ++counts[int(v.status)];
+    counts.add(v.status);
     std::printf("%-13s %-24s %s\n              %s\n", std::string(name(v.status)).c_str(),
                 c.kernel->info.id.c_str(), print(c.problem).c_str(), v.reason.c_str());
     if (v.status == Status::failed) std::printf("              repro: %s\n", v.repro.c_str());
     std::fflush(stdout);
   }
-  std::string summary;
-  for (Status s : kAllStatuses)
-    summary += (summary.empty() ? "" : ", ") + std::to_string(counts[int(s)]) + " " + std::string(name(s));
-  std::printf("check: %s\n", summary.c_str());
-  return counts[int(Status::failed)] ? 1 : 0;
+  std::printf("check: %s\n", counts.summary().c_str());
+  return counts.of[int(Status::failed)] ? 1 : 0;
 }
 
 // The usage text of one command (its block of kUsage or kRunUsage), "" if unknown.

@@ -6,7 +6,7 @@ workspaces, and the temporaries they share), and per network, backend and dtype 
 Where a GPU backend and a CPU backend ran the same network, the batch from which the GPU's
 images/s lead (the crossover).
 
-    scripts/graphs RUNS.json [MORE ...] [--out report.md] [--plot memory.png]
+    scripts/graphs RUNS.json[.gz] [MORE ...] [--out report.md] [--plot memory.png]
 
 Exit status: 0; 2 when nothing could be read.
 """
@@ -14,6 +14,7 @@ Exit status: 0; 2 when nothing could be read.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections import defaultdict
@@ -39,7 +40,7 @@ def load(paths):
     runs, machines = [], set()
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as f:
+            with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError) as e:
             print(f"graphs: {path}: {e}", file=sys.stderr)

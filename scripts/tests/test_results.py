@@ -12,6 +12,7 @@ import unittest
 
 from helpers import SCRIPTS, TempDir, fixture
 
+from lbreport import graphs
 from lbreport import results as R
 
 
@@ -143,6 +144,12 @@ class Loading(unittest.TestCase):
         self.assertTrue(run.cases and all(c.ok for c in run.cases.values()))
 
 
+def is_graph_runs(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return "layerbench_graph_runs" in json.load(f)
+
+
 class Committed(unittest.TestCase):
     """The results committed under results/ (not the ignored results/runs/): every file loads,
     and the development machines stay apart — the Zen 3 and the Zen 5 VMs report the same CPU
@@ -156,6 +163,10 @@ class Committed(unittest.TestCase):
         self.assertGreaterEqual(len(paths), 3)
         by_folder = {}
         for p in paths:
+            if is_graph_runs(p):  # `layerbench run --graph`'s own format: scripts/graphs reads it
+                runs, machines = graphs.load([p])
+                self.assertTrue(runs and machines, p)
+                continue
             run = R.load(p)
             by_folder.setdefault(os.path.relpath(p, root).split(os.sep)[0], set()).add(run.machine)
         zen3 = by_folder["history"]  # the nightly sample: the Zen 3 VM
