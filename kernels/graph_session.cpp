@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "kernels/common.h"
@@ -416,112 +417,124 @@ std::string figure(double x) {  // three significant digits
   return text;
 }
 
-// An element-wise node's output against its value in double from the same inputs: each
-// element within one rounding to the storage of its exact value, plus the float
-// arithmetic's own (a sum's, of its terms; softmax's exponent, exponential, sum and
-// division, relative), twice over.
-Verdict compare_elementwise(const Node& n, Step step, const std::vector<const Tensor*>& inputs,
-                            const Tensor& out, const std::vector<float>& bn, int64_t batch) {
-  const int64_t count = out.elements();
-  const double store = unit_roundoff(out.storage()), f32 = std::ldexp(1.0, -24);
-  std::vector<double> x, expect(count), bound(count);
-  if (step != Step::concat) {  // the others' inputs have the output's shape
-    x.resize(count);
-    inputs[0]->load_range(0, count, x.data());
+// The batch samples an element-wise node is compared on: all of them up to 4M elements,
+// else the first, the last and four between (each sample is independent in every kind).
+std::vector<int64_t> elementwise_samples(int64_t batch, int64_t elements) {
+  if (elements <= (int64_t(1) << 22) || batch <= 6) {
+    std::vector<int64_t> all(batch);
+    for (int64_t b = 0; b < batch; ++b)
+      all[b] = b;
+    return all;
   }
-  switch (step) {
-    case Step::relu:
-    case Step::relu6:
-      for (int64_t e = 0; e < count; ++e) {
-        expect[e] = step == Step::relu ? std::max(x[e], 0.0) : std::min(std::max(x[e], 0.0), 6.0);
-        bound[e] = 0;
-      }
-      break;
-    case Step::batchnorm: {
-      const int64_t c = n.out_shape[0], inner = product(n.out_shape) / c;
-      for (int64_t e = 0; e < count; ++e) {
-        const int64_t ch = e / inner % c;
-        expect[e] = x[e] * bn[ch] + bn[c + ch];
-        bound[e] = 2 * f32 * (std::abs(x[e] * bn[ch]) + std::abs(bn[c + ch]));
-      }
-      break;
-    }
-    case Step::add: {
-      for (int64_t e = 0; e < count; ++e) {
-        expect[e] = x[e];
-        bound[e] = std::abs(x[e]);
-      }
-      std::vector<double> more(count);
-      for (size_t k = 1; k < inputs.size(); ++k) {
-        inputs[k]->load_range(0, count, more.data());
+  std::vector<int64_t> some;
+  for (int k = 0; k < 6; ++k)
+    some.push_back(k * (batch - 1) / 5);
+  return some;
+}
+
+// The values of an element-wise node's input k in batch sample b (its per-sample slice).
+using SliceReader = std::function<void(size_t k, int64_t b, double* to)>;
+
+// An element-wise node's output against its value in double from the same inputs, on
+// `samples` of the batch, a sample at a time: each element within one rounding to the
+// storage of its exact value, plus the float arithmetic's own (a sum's, of its terms;
+// softmax's exponent, exponential, sum and division, relative), twice over.
+Verdict compare_elementwise(const Node& n, Step step, size_t input_count, const SliceReader& input,
+                            const std::vector<int64_t>& input_sizes, const Tensor& out,
+                            const std::vector<float>& bn, int64_t batch,
+                            const std::vector<int64_t>& samples) {
+  const int64_t count = out.elements() / batch;  // per sample
+  const double store = unit_roundoff(out.storage()), f32 = std::ldexp(1.0, -24);
+  std::vector<double> x(count), more(count), expect(count), bound(count), got(count);
+  Verdict v;
+  for (int64_t b : samples) {
+    if (step != Step::concat) input(0, b, x.data());  // the others' inputs have the output's shape
+    switch (step) {
+      case Step::relu:
+      case Step::relu6:
         for (int64_t e = 0; e < count; ++e) {
-          expect[e] += more[e];
-          bound[e] += std::abs(more[e]);
+          expect[e] = step == Step::relu ? std::max(x[e], 0.0) : std::min(std::max(x[e], 0.0), 6.0);
+          bound[e] = 0;
         }
+        break;
+      case Step::batchnorm: {
+        const int64_t c = n.out_shape[0], inner = count / c;
+        for (int64_t e = 0; e < count; ++e) {
+          const int64_t ch = e / inner;
+          expect[e] = x[e] * bn[ch] + bn[c + ch];
+          bound[e] = 2 * f32 * (std::abs(x[e] * bn[ch]) + std::abs(bn[c + ch]));
+        }
+        break;
       }
-      for (int64_t e = 0; e < count; ++e)
-        bound[e] *= double(inputs.size()) * f32;
-      break;
-    }
-    case Step::concat: {
-      const int64_t per_sample = count / batch;
-      int64_t offset = 0;
-      for (const Tensor* in : inputs) {
-        const int64_t part = in->elements() / batch;
-        std::vector<double> v(in->elements());
-        in->load_range(0, in->elements(), v.data());
-        for (int64_t b = 0; b < batch; ++b)
-          for (int64_t k = 0; k < part; ++k)
-            expect[b * per_sample + offset + k] = v[b * part + k];
-        offset += part;
+      case Step::add: {
+        for (int64_t e = 0; e < count; ++e) {
+          expect[e] = x[e];
+          bound[e] = std::abs(x[e]);
+        }
+        for (size_t k = 1; k < input_count; ++k) {
+          input(k, b, more.data());
+          for (int64_t e = 0; e < count; ++e) {
+            expect[e] += more[e];
+            bound[e] += std::abs(more[e]);
+          }
+        }
+        for (int64_t e = 0; e < count; ++e)
+          bound[e] *= double(input_count) * f32;
+        break;
       }
-      std::fill(bound.begin(), bound.end(), 0.0);
-      break;
-    }
-    case Step::softmax: {
-      const int64_t c = n.out_shape[0], inner = product(n.out_shape) / c;
-      for (int64_t b = 0; b < batch; ++b)
+      case Step::concat: {
+        int64_t offset = 0;
+        for (size_t k = 0; k < input_count; ++k) {
+          input(k, b, expect.data() + offset);
+          offset += input_sizes[k];
+        }
+        std::fill(bound.begin(), bound.end(), 0.0);
+        break;
+      }
+      case Step::softmax: {
+        const int64_t c = n.out_shape[0], inner = count / c;
         for (int64_t at = 0; at < inner; ++at) {
-          const int64_t base = b * c * inner + at;
           double top = -INFINITY, sum = 0;
           for (int64_t k = 0; k < c; ++k)
-            top = std::max(top, x[base + k * inner]);
+            top = std::max(top, x[at + k * inner]);
           for (int64_t k = 0; k < c; ++k)
-            sum += std::exp(x[base + k * inner] - top);
+            sum += std::exp(x[at + k * inner] - top);
           for (int64_t k = 0; k < c; ++k) {
-            const int64_t e = base + k * inner;
+            const int64_t e = at + k * inner;
             // The float exponent's rounding, u·|x - top|, is a relative error of exp(); the
             // sum's, c·u, of every element; the division's and exp()'s own, a few u.
             expect[e] = std::exp(x[e] - top) / sum;
             bound[e] = 2 * (std::abs(x[e] - top) + double(c) + 4) * f32 * expect[e];
           }
         }
-      break;
+        break;
+      }
+      default:
+        break;
     }
-    default:
-      break;
+    out.load_range(b * count, count, got.data());
+    for (int64_t e = 0; e < count; ++e) {
+      const double allowed = bound[e] + store * std::abs(expect[e]) + 1e-30;
+      const double error = std::abs(got[e] - expect[e]);
+      if (!(error <= allowed)) {
+        v.status = Status::failed;
+        v.reason = n.kind + ": element " + std::to_string(b * count + e) + " is " + figure(got[e]) +
+                   ", expected " + figure(expect[e]) + " (allowed error " + figure(allowed) + ")";
+        v.max_error = error;
+        v.tolerance = allowed;
+        return v;
+      }
+      if (allowed > 0 && error / allowed > (v.tolerance > 0 ? v.max_error / v.tolerance : 0)) {
+        v.max_error = error;
+        v.tolerance = allowed;
+      }
+    }
   }
-  Verdict v;
-  std::vector<double> got(count);
-  out.load_range(0, count, got.data());
-  for (int64_t e = 0; e < count; ++e) {
-    const double allowed = bound[e] + store * std::abs(expect[e]) + 1e-30;
-    const double error = std::abs(got[e] - expect[e]);
-    if (!(error <= allowed)) {
-      v.status = Status::failed;
-      v.reason = n.kind + ": element " + std::to_string(e) + " is " + figure(got[e]) + ", expected " +
-                 figure(expect[e]) + " (allowed error " + figure(allowed) + ")";
-      v.max_error = error;
-      v.tolerance = allowed;
-      return v;
-    }
-    if (allowed > 0 && error / allowed > (v.tolerance > 0 ? v.max_error / v.tolerance : 0)) {
-      v.max_error = error;
-      v.tolerance = allowed;
-    }
-  }
-  v.reason =
-      n.kind + ": error at most " + figure(v.tolerance > 0 ? v.max_error / v.tolerance : 0) + " of allowed";
+  v.reason = n.kind + ": error at most " + figure(v.tolerance > 0 ? v.max_error / v.tolerance : 0) +
+             " of allowed" +
+             (int64_t(samples.size()) < batch
+                  ? " (" + std::to_string(samples.size()) + " of " + std::to_string(batch) + " batch samples)"
+                  : "");
   return v;
 }
 
@@ -582,20 +595,30 @@ GraphVerdict GraphSession::run_verified(int64_t max_reference_macs) {
       }
       v = verify_outputs(p, s.ts, before, max_reference_macs, s.kernel->rounds_before_bias());
     } else {
-      // An in-place node overwrites its input: compare against a copy taken before.
-      std::vector<Tensor> copies;
-      std::vector<const Tensor*> inputs;
+      // An in-place node overwrites its input: the compared samples' inputs are kept first.
       const bool in_place = !n.new_buffer;
-      copies.reserve(s.inputs.size());
       if (gpu_) {
         gpu_->synchronize();
         for (const Tensor& in : s.inputs)
           download(in);
       }
-      for (const Tensor& in : s.inputs) {
-        if (in_place) copies.push_back(in.clone());
-        inputs.push_back(in_place ? &copies.back() : &in);
-      }
+      const std::vector<int64_t> samples = elementwise_samples(graph_.batch, s.out->elements());
+      std::vector<int64_t> sizes;  // each input's elements per sample
+      for (const Tensor& in : s.inputs)
+        sizes.push_back(in.elements() / graph_.batch);
+      std::vector<std::vector<double>> kept;  // in place: [input][sample index] slices
+      if (in_place)
+        for (size_t k = 0; k < s.inputs.size(); ++k)
+          for (int64_t b : samples) {
+            kept.emplace_back(sizes[k]);
+            s.inputs[k].load_range(b * sizes[k], sizes[k], kept.back().data());
+          }
+      const SliceReader input = [&](size_t k, int64_t b, double* to) {
+        if (!in_place) return s.inputs[k].load_range(b * sizes[k], sizes[k], to);
+        const size_t at = size_t(std::find(samples.begin(), samples.end(), b) - samples.begin());
+        const std::vector<double>& slice = kept[k * samples.size() + at];
+        std::copy(slice.begin(), slice.end(), to);
+      };
       if (!in_place) poison(*s.out);
       run_node(i);
       const OutputScan scan = scan_output(*s.out);
@@ -606,7 +629,8 @@ GraphVerdict GraphSession::run_verified(int64_t max_reference_macs) {
             (scan.first_non_finite >= 0 ? ", element " + std::to_string(scan.first_non_finite) + " not finite"
                                         : "");
       } else {
-        v = compare_elementwise(n, s.step, inputs, *s.out, s.bn, graph_.batch);
+        v = compare_elementwise(n, s.step, s.inputs.size(), input, sizes, *s.out, s.bn, graph_.batch,
+                                samples);
       }
     }
     ++out.nodes_checked;

@@ -140,6 +140,20 @@ Timing time_runs(GraphSession& s, bool per_node, double min_time, double max_run
   return t;
 }
 
+// Empty when `copies` graphs of g's liveness (parameters and the live activations) fit in
+// 90 % of the memory this process may allocate (or --memory-limit), else the one-line
+// out-of-memory reason: asked before anything is allocated, so that a batch too large is
+// out_of_memory rather than killed (the kernels' packed copies come on top: a lower bound).
+std::string memory_reason(const Graph& g, int copies, double limit_gib) {
+  const double need = copies * liveness(g, Pass::fwd).total();
+  double available = double(bench::available_bytes());
+  if (limit_gib > 0) available = std::min(available, limit_gib * 1073741824.0);
+  if (available <= 0 || need <= 0.9 * available) return {};
+  return "out of memory: needs at least " + gib(need) + " GiB by liveness" +
+         (copies > 1 ? " (the network and the reference graph)" : "") + ", " + gib(available) +
+         " GiB available";
+}
+
 }  // namespace
 
 bool asks_for_graph(const std::vector<std::string>& argv) {
@@ -157,10 +171,17 @@ int check_graph_command(const std::vector<std::string>& argv) {
     for (DType dt : g.dtypes)
       for (int64_t batch : g.batches) {
         const Graph graph = load_network(network, batch, dt);
+        const std::string too_big = memory_reason(graph, 2, 0);
         for (const std::string& backend : g.backends) {
           const double start = bench::wall_seconds();
-          const GraphVerdict v = check_graph(graph, registry(), backend, g.seed, Context{g.threads},
-                                             g.kernels, g.verify_macs, g.fuse_relu);
+          GraphVerdict v;
+          if (!too_big.empty()) {
+            v.verdict.status = Status::out_of_memory;
+            v.verdict.reason = too_big;
+          } else {
+            v = check_graph(graph, registry(), backend, g.seed, Context{g.threads}, g.kernels, g.verify_macs,
+                            g.fuse_relu);
+          }
           counts.add(v.verdict.status);
           std::printf("%-13s graph %s\n              %s (%.1f s)\n",
                       std::string(name(v.verdict.status)).c_str(),
@@ -248,7 +269,10 @@ int run_graph_command(const std::vector<std::string>& argv) {
           std::string status = "passed", reason;
           try {
             GraphSession s(graph, registry(), backend, Context{g.threads}, g.kernels, g.fuse_relu);
-            if (!s.unsupported().empty()) {
+            if (const std::string too_big = memory_reason(graph, 1, limit_gib); !too_big.empty()) {
+              status = "out_of_memory";
+              reason = too_big;
+            } else if (!s.unsupported().empty()) {
               status = "unsupported";
               reason = s.unsupported();
             } else {
@@ -319,16 +343,21 @@ int run_graph_command(const std::vector<std::string>& argv) {
           // --batch auto: the next batch, if it would fit and finish.
           if (automatic && (status == "passed" || status == "mistrusted")) {
             const int64_t next = batch * 2;
-            const double next_predicted = liveness(load_network(network, next, dt), Pass::fwd).total();
+            std::string stop;
+            double next_predicted = 0;
+            try {  // a batch past a layer's size limits (with_batch, kernels/problem.h) stops it too
+              next_predicted = liveness(load_network(network, next, dt), Pass::fwd).total();
+            } catch (const Error& e) {
+              stop = "batch " + std::to_string(next) + ": " + e.what();
+            }
             // The measured peak scaled as liveness scales it, against what may be allocated.
             const double need = last_peak * (last_predicted > 0 ? next_predicted / last_predicted : 2.0);
             double available = double(bench::available_bytes());
             if (limit_gib > 0) available = std::min(available, limit_gib * 1073741824.0);
-            std::string stop;
-            if (need > 0.8 * available)
+            if (stop.empty() && need > 0.8 * available)
               stop = "batch " + std::to_string(next) + " would need about " + gib(need) + " GiB of " +
                      gib(available) + " GiB available (80 % at most)";
-            else if (last_seconds * 2 > max_run_time)
+            else if (stop.empty() && last_seconds * 2 > max_run_time)
               stop = "batch " + std::to_string(next) + " would take about " +
                      std::to_string(int(last_seconds * 2)) + " s per run, over --max-run-time";
             if (stop.empty())

@@ -97,6 +97,8 @@ expect 2 'check: --batch auto is for run --graph' -- "$lb" check --graph alexnet
 expect 2 '--memory-limit -1: expected a number > 0' -- "$lb" run --graph alexnet --batch auto --memory-limit -1
 expect 2 '--kernel dense.nope.x: no such kernel' -- "$lb" check --graph alexnet --kernel dense.nope.x
 expect 2 "unknown flag '--bacth'" -- "$lb" run --graph alexnet --bacth 4
+# A batch that cannot fit is out_of_memory before anything is allocated, and the run goes on.
+expect 0 'out_of_memory: out of memory: needs at least .* GiB by liveness, 0\.10 GiB available' -- "$lb" run --graph alexnet --backend ref --batch 64 --memory-limit 0.1
 expect 2 "unknown backend 'tpu' \(built in: ref" -- "$lb" check --backend tpu
 expect 2 "dtype 'f33': expected one of" -- "$lb" check --dtype f32,f33
 expect 2 "unknown flag '--bacth'" -- "$lb" analyze alexnet --bacth 4
