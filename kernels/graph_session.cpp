@@ -120,6 +120,15 @@ void scale_values(Tensor& t, double factor) {
     t.store(i, t.load(i) * factor);
 }
 
+// A dense layer whose input is n values: what the graph's input and a batchnorm's values
+// are filled as (seeded, uniform in [-1, 1)).
+Problem as_vector(int64_t n, DType dt) {
+  Problem p;
+  p.shape = Dense{.mb = 1, .ic = n, .oc = 1};
+  p.dt = dt;
+  return p;
+}
+
 uint64_t node_seed(uint64_t seed, size_t node) {
   return seed * 0x9e3779b97f4a7c15ull + (node + 1) * 0xbf58476d1ce4e5b9ull;
 }
@@ -234,8 +243,7 @@ void GraphSession::allocate(uint64_t seed) {
   auto buffer_of = [this](int input) { return input == kGraphInput ? 0 : plan_.of_node[input]; };
   {  // the graph's input: seeded values in [-1, 1), as a dense layer's input is filled
     Tensor in = buffer_view(0, batch_dims(graph_.in_shape));
-    Problem p{Dense{.mb = 1, .ic = in.elements(), .oc = 1}, graph_.dt};
-    fill_input(in, p, Arg::src, seed);
+    fill_input(in, as_vector(in.elements(), graph_.dt), Arg::src, seed);
     if (gpu_) upload(in);
   }
   for (size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -252,7 +260,7 @@ void GraphSession::allocate(uint64_t seed) {
       if (s.step == Step::batchnorm) {  // scales in [0.5, 1.5), shifts in [-0.1, 0.1)
         const int64_t c = n.out_shape.at(0);
         Tensor values(Storage::f32, {2 * c});
-        fill_input(values, Problem{Dense{.mb = 1, .ic = 2 * c, .oc = 1}}, Arg::src, node_seed(seed, i));
+        fill_input(values, as_vector(2 * c, DType::f32), Arg::src, node_seed(seed, i));
         for (int64_t k = 0; k < c; ++k)
           s.bn.push_back(1.0f + 0.5f * values.as<float>()[k]);
         for (int64_t k = 0; k < c; ++k)
