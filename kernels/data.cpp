@@ -251,6 +251,15 @@ using Shapes = std::vector<std::vector<int64_t>>;
 // as the op's traits derive them.
 void op_layer(Node& node, const OpTraits& op, const Keys& kv, const Shapes& in, const GraphReader& r) {
   need(node.kind, in[0], op.layer.ranks, op.layer.input);
+  if (in.size() != op.layer.layer_inputs)
+    throw Error(node.kind + ": takes " + std::to_string(op.layer.layer_inputs) + " input" +
+                (op.layer.layer_inputs == 1 ? "" : "s") + ", in= names " + std::to_string(in.size()));
+  for (size_t i = 1; i < in.size(); ++i)  // add's: of one shape
+    if (in[i] != in[0]) {
+      const int other = node.inputs[i];
+      throw Error(node.kind + ": " + (other == kGraphInput ? std::string("input") : r.g.nodes[other].name) +
+                  ": shape " + shape_string(in[i]) + " differs from " + shape_string(in[0]));
+    }
   node.problem = op_problem(op.name, kv, op.layer.keys(in[0], r.g.batch), r.g.dt, node.name);
   node.out_shape = op.layer.out_shape(*node.problem, in[0]);
 }
@@ -324,23 +333,11 @@ void batchnorm_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& 
   node.out_shape = in[0];
 }
 
-// flatten is a view of its input; softmax writes a new buffer of the same shape.
-void shape_only_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
+// flatten: a view of its input, one axis.
+void flatten_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader&) {
   no_more_keys(kv, node.kind, "nothing");
-  node.new_buffer = node.kind == "softmax";
-  node.out_shape = node.kind == "flatten" ? std::vector<int64_t>{product(in[0])} : in[0];
-}
-
-// The element-wise sum of its inputs (a residual connection), all of one shape.
-void add_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
-  no_more_keys(kv, node.kind, "in=<layer>,<layer> (or from=<layer>: it and the previous line)");
-  for (size_t i = 1; i < in.size(); ++i)
-    if (in[i] != in[0]) {
-      const int other = node.inputs[i];
-      throw Error("add: " + (other == kGraphInput ? std::string("input") : r.g.nodes[other].name) +
-                  ": shape " + shape_string(in[i]) + " differs from " + shape_string(in[0]));
-    }
-  node.out_shape = in[0];
+  node.new_buffer = false;
+  node.out_shape = std::vector<int64_t>{product(in[0])};
 }
 
 // Its inputs side by side along the channels (the first axis; GoogLeNet's inception), the
@@ -364,8 +361,7 @@ struct LayerKind {
 };
 constexpr LayerKind kLayerKinds[] = {{"embedding", embedding_layer}, {"relu", relu_layer},
                                      {"relu6", relu_layer},          {"batchnorm", batchnorm_layer},
-                                     {"flatten", shape_only_layer},  {"softmax", shape_only_layer},
-                                     {"add", add_layer, true},       {"concat", concat_layer, true}};
+                                     {"flatten", flatten_layer},     {"concat", concat_layer, true}};
 
 void shape_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
   for (Op op : kAllOps)
@@ -386,6 +382,8 @@ void shape_layer(Node& node, Keys& kv, const Shapes& in, const GraphReader& r) {
 }
 
 bool takes_many_inputs(const std::string& kind) {
+  for (Op op : kAllOps)
+    if (name(op) == kind) return traits(op).layer.layer_inputs > 1;
   for (const LayerKind& k : kLayerKinds)
     if (k.name == kind) return k.many_inputs;
   return false;

@@ -20,9 +20,9 @@ inline constexpr int kGraphInput = -1;
 // One layer of a network, with its shapes resolved for a batch and dtype.
 struct Node {
   std::string name;
-  std::string kind;                // an op (dense conv2d lstm) or data.cpp's kLayerKinds
-  std::string type;                // table type: layer_type() for ops, else the kind
-  std::optional<Problem> problem;  // for dense, conv2d and lstm nodes
+  std::string kind;  // an op (dense conv2d ... softmax), a kind of one or data.cpp's kLayerKinds
+  std::string type;  // table type: layer_type() for ops, else the kind
+  std::optional<Problem> problem;  // for op nodes (an op, or a kind of one: maxpool)
   std::vector<int> inputs;         // earlier nodes' indices, or kGraphInput
   std::vector<int64_t> out_shape;  // per sample
   int64_t params = 0;

@@ -9,18 +9,18 @@
 //   s.run();           // the timed work: the whole forward, node by node
 //   s.release();
 //
-// Each op node (dense, conv2d, lstm, pool2d) runs the first kernel of the backend that is not
-// opt-in and supports its problem, or the one given for its op (--kernel); its tensors are
-// views of the arena (Tensor::view) for its input and output and its own for the
-// parameters. A GPU backend's graph keeps a twin of the arena in device memory, bound to its
-// kernels (Kernel::bind: no per-kernel copies of the activations); its element-wise nodes
-// run on the host between a download of their inputs and an upload of their output (correct,
-// and slow: GPU element-wise kernels are not written). Never run on a GPU yet. The other nodes are the
-// graph's own element-wise code on the host, the same for every backend: relu, relu6 and batchnorm (where not
-// folded into the layer before it) in place or into a buffer of their own, add, concat and softmax (over the
-// channels); flatten and a folded batchnorm are views. An in-place relu right after an op layer (through a
-// folded batchnorm) that nothing else reads is fused into it, relu=fused, as a framework hands it to oneDNN
-// as a post-op (`fuse_relu`; not where the backend's kernel does not take relu=fused). Graphs run in f32,
+// Each op node (dense, conv2d, lstm, pool2d, add, softmax) runs the first kernel of the backend that is not
+// opt-in and supports its problem, or the one given for its op (--kernel); its tensors are views of the
+// arena (Tensor::view) for its inputs (add's two) and output and its own for the parameters. A GPU
+// backend's graph keeps a twin of the arena in device memory, bound to its kernels (Kernel::bind: no
+// per-kernel copies of the activations); its element-wise nodes run on the host between a download of
+// their inputs and an upload of their output (correct, and slow: GPU kernels for them are not written).
+// Never run on a GPU yet. The other nodes are the graph's own element-wise code on the host, the same for
+// every backend: relu, relu6 and batchnorm (where not folded into the layer before it) in place or into a
+// buffer of their own, and concat (along the channels); flatten and a folded batchnorm are views. An
+// in-place relu right after an op layer (through a folded batchnorm) that nothing else reads is fused into
+// it, relu=fused, as a framework hands it to oneDNN as a post-op (`fuse_relu`; not where the backend's
+// kernel does not take relu=fused): a ResNet block's add and its ReLU are one kernel. Graphs run in f32,
 // tf32, f16 and bf16 (i8 and f8 would need requantising between layers: declined).
 //
 // Kernels prepared here take what they need only inside run() from one TemporaryPool
@@ -62,9 +62,14 @@ const KernelEntry* pick_kernel(const Registry& r, const Problem& p, std::string_
 // measured 50-300x under it at batch 2 (ResNet-50 f32 8e-7 of 2.2e-4, AlexNet bf16 0.004 of
 // 0.21; 2-core Zen 5 VM). Each node passing on its own inputs cannot see a kernel that writes outside its
 // output into another live buffer of the arena (a shortcut's); the whole output does.
+// A node that passes on an output of mostly exact zeros (a softmax of the large logits that
+// random weights give ResNet-50: 1987 of 2000 probabilities underflow) would be "mistrusted"
+// on its own; in a graph it counts as passed and is named in sparse_nodes (the reason lists
+// them): the network's verdict rests on every node and on its dense output (the logits).
 struct GraphVerdict {
-  Verdict verdict;        // the network's
-  int nodes_checked = 0;  // op and element-wise nodes compared
+  Verdict verdict;                        // the network's
+  int nodes_checked = 0;                  // op and element-wise nodes compared
+  std::vector<std::string> sparse_nodes;  // passed on outputs too sparse to prove much alone
   std::string worst_node;
   double output_difference = 0;  // normwise, against the reference graph
   double output_tolerance = 0;

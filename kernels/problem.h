@@ -4,6 +4,8 @@
 //   conv2d mb=32 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 sh=1 ph=1 g=1 dt=f32 relu=fused
 //   lstm   mb=64 t=50 ic=512 hc=512 l=2 dt=bf16 relu=none
 //   pool2d mb=32 ic=64 ih=55 iw=55 k=3 s=2 p=0 alg=max dt=f32 relu=none
+//   add    mb=32 ic=256 ih=56 iw=56 dt=f32 relu=fused
+//   softmax mb=32 ic=1000 dt=f32 relu=none
 //   dense  mb=64 ic=4096 oc=4096 dt=f32 relu=inplace dir=bwd_w
 //
 // Keys may come in any order; print() writes them in the order above. Optional keys
@@ -21,15 +23,17 @@
 #include <vector>
 
 #include "kernels/dtype.h"
+#include "kernels/ops/add.h"
 #include "kernels/ops/conv2d.h"
 #include "kernels/ops/dense.h"
 #include "kernels/ops/lstm.h"
 #include "kernels/ops/pool2d.h"
+#include "kernels/ops/softmax.h"
 
 namespace lb {
 
-enum class Op { dense, conv2d, lstm, pool2d };
-inline constexpr Op kAllOps[] = {Op::dense, Op::conv2d, Op::lstm, Op::pool2d};
+enum class Op { dense, conv2d, lstm, pool2d, add, softmax };
+inline constexpr Op kAllOps[] = {Op::dense, Op::conv2d, Op::lstm, Op::pool2d, Op::add, Op::softmax};
 std::string_view name(Op op);
 Op parse_op(std::string_view token);
 
@@ -72,7 +76,7 @@ std::string pass_names();
 Pass parse_pass(std::string_view token);
 
 struct Problem {
-  std::variant<Dense, Conv2d, Lstm, Pool2d> shape;
+  std::variant<Dense, Conv2d, Lstm, Pool2d, Add, Softmax> shape;
   DType dt = DType::f32;
   Relu relu = Relu::none;
   std::string name;  // optional label, [A-Za-z0-9_.-]+; e.g. the network layer it came from
@@ -83,6 +87,8 @@ struct Problem {
   const Conv2d& conv() const { return std::get<Conv2d>(shape); }
   const Lstm& lstm() const { return std::get<Lstm>(shape); }
   const Pool2d& pool() const { return std::get<Pool2d>(shape); }
+  const Add& add() const { return std::get<Add>(shape); }
+  const Softmax& softmax() const { return std::get<Softmax>(shape); }
   int64_t batch() const;
   bool operator==(const Problem&) const = default;
 };

@@ -61,6 +61,8 @@ std::string_view name(Arg a) {
       return "src_iter";
     case Arg::src_iter_c:
       return "src_iter_c";
+    case Arg::src_1:
+      return "src_1";
     case Arg::dst:
       return "dst";
     case Arg::relu_dst:
@@ -100,7 +102,8 @@ constexpr std::pair<Arg, Arg> kDiffs[] = {
 Arg diff_of(Arg primal) {
   for (auto [p, d] : kDiffs)
     if (p == primal) return d;
-  throw Error(std::string(name(primal)) + " is a gradient; it has none");
+  throw Error(std::string(name(primal)) +
+              (is_diff(primal) ? " is a gradient; it has none" : " has no gradient"));
 }
 
 Arg primal_of(Arg diff) {
@@ -133,7 +136,7 @@ Storage storage_of(DType dt, Arg a) {
       return Storage::bf16;
     case DType::i8:
       // u8 activations x s8 weights, int32 accumulation, dequantised f32 output.
-      if (a == Arg::src || a == Arg::src_iter) return Storage::u8;
+      if (a == Arg::src || a == Arg::src_1 || a == Arg::src_iter) return Storage::u8;
       if (a == Arg::wei || a == Arg::wei_iter) return Storage::s8;
       return Storage::f32;
     case DType::f8:

@@ -25,6 +25,7 @@ enum class Arg {
   wei_iter,    // LSTM recurrent weights W_h
   src_iter,    // LSTM h0
   src_iter_c,  // LSTM c0
+  src_1,       // add: the second summand (oneDNN's DNNL_ARG_SRC_1); no gradient (add has no backward)
   dst,         // y, the layer output (after ReLU for relu=inplace/fused)
   relu_dst,    // r = max(y, 0), relu=separate only
   // The gradients of the backward passes (Pass, problem.h), each with its primal's dims:
@@ -39,7 +40,7 @@ enum class Arg {
   diff_dst,
   diff_relu_dst,
 };
-inline constexpr int kNumArgs = 16;
+inline constexpr int kNumArgs = 17;
 std::string_view name(Arg a);
 // The gradient of a primal argument (src -> diff_src), and back; a primal has no primal,
 // a gradient no gradient (both throw lb::Error).

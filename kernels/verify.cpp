@@ -82,6 +82,15 @@ Allowance allowance(const Problem& p, const Tensor& out, bool rounds_before_bias
   a.absolute = out.storage() == Storage::u8 || out.storage() == Storage::s8
                    ? out.scale() / 2
                    : subnormal_half_spacing(out.storage());
+  // softmax: an exponential below f32's normal range (e^-87) may be that bound's or 0 (ours
+  // clamps there, as the LSTM's cell does; libraries flush), an error under 2^-125 of an
+  // output whose largest value is at least 1/C.
+  // And its exponentials may be stored in the output's format before they are scaled (oneDNN's
+  // bf16 softmax writes them to dst and scales them there): rounded twice, a unit more.
+  if (p.op() == Op::softmax) {
+    a.absolute = std::max(a.absolute, std::ldexp(1.0, -125));
+    a.per_stored += unit_roundoff(out.storage());
+  }
   return a;
 }
 

@@ -80,12 +80,23 @@ with tempfile.TemporaryDirectory() as tmp:
           f"{sorted(before - now)[:3]} were, {sorted(now - before)[:3]} are")
 
 # Two networks that name different layers alike each keep theirs: mobilenet_v1's conv1 is
-# "mobilenet_v1.conv1" beside alexnet's, not dropped as the same case.
+# "mobilenet_v1.conv1" beside alexnet's, not dropped as the same case; a layer both have
+# alike, name and problem (their classifiers' softmax, "prob"), is one case.
 both = listed("--network", "alexnet,mobilenet_v1", "--backend", "ref")
 for layer in ("/conv1-mb1/", "/mobilenet_v1.conv1-mb1/"):
     check(any(layer in name for name in both), f"--network alexnet,mobilenet_v1 lists no {layer} case")
-check(len(both) == len(listed("--network", "alexnet", "--backend", "ref")) +
-      len(listed("--network", "mobilenet_v1", "--backend", "ref")),
+alexnet = listed("--network", "alexnet", "--backend", "ref")
+mobilenet = listed("--network", "mobilenet_v1", "--backend", "ref")
+
+
+def renamed(case):  # kernel/dtype/layer-mb1/... -> kernel/dtype/mobilenet_v1.layer-mb1/...
+    parts = case.split("/")
+    return "/".join(parts[:2] + ["mobilenet_v1." + parts[2]] + parts[3:])
+
+
+shared = {c for c in alexnet if c in mobilenet and renamed(c) not in both}
+check(any("/prob-mb1/" in c for c in shared), "the two classifiers' softmax is not one case")
+check(len(both) == len(alexnet) + len(mobilenet) - len(shared),
       "--network alexnet,mobilenet_v1 lists fewer cases than the two networks alone")
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +202,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(math.isfinite(value) and value >= 0, f"{name}: {key} = {value}")
         if r["threads"] == 1 and "threads:1" in name and r["real_time"] > 0:
             # A pool has no products (its FLOP/s read 0); every case has activation bytes.
-            check(r["lb_pred_macs"] > 0 or r.get("lb_op") == "pool2d", f"{name}: no MACs")
+            check(r["lb_pred_macs"] > 0 or r.get("lb_op") in ("pool2d", "add", "softmax"), f"{name}: no MACs")
             check(r.get("lb_pred_act_bytes", 0) > 0, f"{name}: no activation bytes")
     # The settings line, the context line, then one line per run as the cases finished.
     with open(out + "l") as f:

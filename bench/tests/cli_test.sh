@@ -66,7 +66,7 @@ expect 2 'analyze: --optimizer is a training step' -- "$lb" analyze alexnet --op
 expect 0 '"params": 61100840' -- "$lb" analyze alexnet --json
 expect 0 'MACs +115,605,504' -- "$lb" analyze "conv2d mb=1 ic=64 ih=56 iw=56 oc=64 kh=3 kw=3 ph=1"
 expect 0 'parameter MB +2\.004' -- "$lb" analyze "dense mb=1 ic=1000 oc=1000" --dtype bf16
-expect 0 'check: 23 passed, 0 failed, 0 mistrusted, 0 unsupported, 0 out_of_memory, 0 not_run' -- "$lb" check --backend ref
+expect 0 'check: 25 passed, 0 failed, 0 mistrusted, 0 unsupported, 0 out_of_memory, 0 not_run' -- "$lb" check --backend ref
 expect 0 'check: 1 passed, 0 failed' -- "$lb" check --backend ref --problem "dense mb=3 ic=5 oc=7 relu=fused" --seed 9
 expect 0 'check: [0-9]+ passed, 0 failed' -- "$lb" check --problem "dense mb=3 ic=5 oc=7 relu=fused" --seed 9
 expect 0 'check: 2 passed, 0 failed' -- "$lb" check --network lstm_lm --batch 2 --dtype f32,bf16 --kernel dense.ref.naive

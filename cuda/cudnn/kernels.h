@@ -11,5 +11,6 @@ namespace lb::cuda {
 std::unique_ptr<Kernel> make_cudnn_conv2d(bool find);
 std::unique_ptr<Kernel> make_cudnn_lstm();
 std::unique_ptr<Kernel> make_cudnn_pool2d();
+std::unique_ptr<Kernel> make_cudnn_softmax();
 
 }  // namespace lb::cuda

@@ -33,6 +33,11 @@ void register_cudnn(Registry& r) {
              "cudnnPoolingForward, NCHW: max, or average counting the padding (PyTorch's count_include_pad)",
          .accumulation = "f32"},
         [] { return make_cudnn_pool2d(); });
+  r.add({.id = "softmax.cudnn.default",
+         .device = Device::gpu,
+         .idea = "cudnnSoftmaxForward, NCHW: accurate (max subtracted), over the channels",
+         .accumulation = "f32"},
+        [] { return make_cudnn_softmax(); });
 }
 
 }  // namespace lb

@@ -79,4 +79,25 @@ struct LstmCell {
 };
 void lstm_cell(const LstmCell& a);
 
+// The element-wise ops (kernels/ops/add.h, softmax.h; elementwise.cu), on a floating
+// storage, arithmetic in f32; relu = fused clips what they store.
+enum class Floats { f32, f16, bf16 };
+struct AddRun {  // y = a + b, n elements
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* y = nullptr;
+  long long n = 0;
+  Floats type = Floats::f32;
+  bool relu = false;
+};
+void add(const AddRun& a);
+struct SoftmaxRun {  // over the channels: x and y are samples × channels × positions
+  const void* x = nullptr;
+  void* y = nullptr;
+  int samples = 0, channels = 0, positions = 1;
+  Floats type = Floats::f32;
+  bool relu = false;
+};
+void softmax(const SoftmaxRun& s);
+
 }  // namespace lb::cuda::own

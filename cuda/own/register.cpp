@@ -56,6 +56,17 @@ void register_cuda(Registry& r) {
          .idea = "input GEMM for all steps, per-step recurrent GEMM, one fused pointwise cell kernel",
          .accumulation = "f32"},
         [] { return make_lstm(); });
+  r.add({.id = "add.cuda.default",
+         .device = Device::gpu,
+         .idea = "one thread per element, grid-stride, the ReLU fused in the store",
+         .accumulation = "f32"},
+        [] { return make_add(); });
+  r.add(
+      {.id = "softmax.cuda.default",
+       .device = Device::gpu,
+       .idea = "a block per row (max and sum reduced across it), or a thread per position down the channels",
+       .accumulation = "f32"},
+      [] { return make_softmax(); });
 }
 
 }  // namespace lb

@@ -19,6 +19,8 @@ std::unique_ptr<Kernel> make_lowp_conv2d();               // conv2d_lowp.cpp: bf
 std::unique_ptr<Kernel> make_depthwise_conv2d();          // conv2d_depthwise.cpp: NCHW
 std::unique_ptr<Kernel> make_depthwise_blocked_conv2d();  // conv2d_depthwise_blocked.cpp: nChw8c
 std::unique_ptr<Kernel> make_lstm();
-std::unique_ptr<Kernel> make_pool2d();  // pool2d.cpp: max and average, NCHW
+std::unique_ptr<Kernel> make_pool2d();   // pool2d.cpp: max and average, NCHW
+std::unique_ptr<Kernel> make_add();      // elementwise.cpp
+std::unique_ptr<Kernel> make_softmax();  // elementwise.cpp: over the channels
 
 }  // namespace lb::cpu

@@ -90,6 +90,17 @@ void register_cpu(Registry& r) {
          .accumulation = "f32",
          .multithreaded = true},
         [] { return make_pool2d(); });
+  r.add({.id = "add.cpu.default",
+         .idea = "one pass, the ReLU fused in it",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_add(); });
+  r.add({.id = "softmax.cpu.default",
+         .idea =
+             "max, vectorised exp and sum, scale: along a row, or down the channels on a vector of positions",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_softmax(); });
 }
 
 }  // namespace lb

@@ -14,5 +14,7 @@ std::unique_ptr<Kernel> make_conv2d_backward();  // conv2d_backward.cpp: its bac
 std::unique_ptr<Kernel> make_depthwise_conv2d();
 std::unique_ptr<Kernel> make_lstm();
 std::unique_ptr<Kernel> make_pool2d();
+std::unique_ptr<Kernel> make_add();
+std::unique_ptr<Kernel> make_softmax();
 
 }  // namespace lb::eigen

@@ -41,6 +41,16 @@ void register_eigen(Registry& r) {
          .accumulation = "f32",
          .multithreaded = true},
         [] { return make_pool2d(); });
+  r.add({.id = "add.eigen.default",
+         .idea = "one Tensor expression on the thread pool device",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_add(); });
+  r.add({.id = "softmax.eigen.default",
+         .idea = "Tensor expressions: max and sum reduced along the channels, exp, divide",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_softmax(); });
 }
 
 }  // namespace lb

@@ -16,5 +16,7 @@ std::unique_ptr<Kernel> make_dense();
 std::unique_ptr<Kernel> make_conv2d(Layouts layouts);
 std::unique_ptr<Kernel> make_lstm();
 std::unique_ptr<Kernel> make_pool2d();
+std::unique_ptr<Kernel> make_add();
+std::unique_ptr<Kernel> make_softmax();
 
 }  // namespace lb::onednn

@@ -84,6 +84,16 @@ void register_onednn(Registry& r) {
          .accumulation = "f32",
          .multithreaded = true},
         [] { return make_pool2d(); });
+  r.add({.id = "add.onednn.default",
+         .idea = "binary_add primitive on NCHW as given, the ReLU a post-op",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_add(); });
+  r.add({.id = "softmax.onednn.default",
+         .idea = "softmax_v2 primitive (accurate) over axis 1, NCHW as given",
+         .accumulation = "f32",
+         .multithreaded = true},
+        [] { return make_softmax(); });
 }
 
 }  // namespace lb

@@ -16,8 +16,17 @@ const OpTraits& traits(Op op) {
       return lstm_traits();
     case Op::pool2d:
       return pool2d_traits();
+    case Op::add:
+      return add_traits();
+    case Op::softmax:
+      return softmax_traits();
   }
   throw Error("op " + std::to_string(int(op)) + ": not an op");
+}
+
+DerivedKeys activation_keys(const Dims& in, int64_t batch) {
+  if (in.size() == 3) return {{"mb", batch}, {"ic", in[0]}, {"ih", in[1]}, {"iw", in[2]}};
+  return {{"mb", in.size() == 2 ? in[0] * batch : batch}, {"ic", in.back()}};
 }
 
 namespace {

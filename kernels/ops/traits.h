@@ -43,6 +43,8 @@ struct LayerDerivation {
   // included), for an `in` of one of `ranks`.
   DerivedKeys (*keys)(const Dims& in, int64_t batch);
   Dims (*out_shape)(const Problem& p, const Dims& in);  // the layer's per-sample output
+  // How many layers it reads (in=<layer>,<layer>; add's from=): add's two, of one shape.
+  size_t layer_inputs = 1;
 };
 
 struct OpTraits {
@@ -142,10 +144,17 @@ LargestArg largest_arg(const Problem& p);
 // "2^41.0": an element count as a power of two, for size errors and reasons.
 std::string power_of_two(long double n);
 
+// The keys of an op on activations as they come (add, softmax): mb ic ih iw from a vector
+// (c: ih = iw = 1), a sequence (t×c: its positions rows of the batch, mb = t·batch, as dense
+// takes them) or an image (c×h×w).
+DerivedKeys activation_keys(const Dims& in, int64_t batch);
+
 // One per op file; everything else asks traits(op).
 const OpTraits& dense_traits();
 const OpTraits& conv2d_traits();
 const OpTraits& lstm_traits();
 const OpTraits& pool2d_traits();
+const OpTraits& add_traits();
+const OpTraits& softmax_traits();
 
 }  // namespace lb

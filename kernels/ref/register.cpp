@@ -31,6 +31,16 @@ void register_ref(Registry& r) {
          .accumulation = "f64",
          .passes = {Pass::fwd}},
         [] { return make_pool2d(); });
+  r.add({.id = "add.ref.naive",
+         .idea = "x + x1 per element, in double",
+         .accumulation = "f64",
+         .passes = {Pass::fwd}},
+        [] { return make_add(); });
+  r.add({.id = "softmax.ref.naive",
+         .idea = "per position: the channels' max, the sum of exponentials, each divided, in double",
+         .accumulation = "f64",
+         .passes = {Pass::fwd}},
+        [] { return make_softmax(); });
 }
 
 }  // namespace lb

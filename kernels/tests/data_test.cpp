@@ -40,7 +40,7 @@ TEST(Network, AlexNetMatchesTorchvision) {
   EXPECT_EQ(layer(n, "pool5").out_shape, (std::vector<int64_t>{256, 6, 6}));
   EXPECT_EQ(layer(n, "fc6").params, 9216 * 4096 + 4096);
   EXPECT_EQ(layer(n, "fc6").param_bytes, 4.0 * (9216 * 4096 + 4096));
-  EXPECT_EQ(problems(n).size(), 11u);  // 5 conv2d, 3 maxpool (pool2d), 3 dense
+  EXPECT_EQ(problems(n).size(), 12u);  // 5 conv2d, 3 maxpool (pool2d), 3 dense, softmax
   EXPECT_EQ(problems(n)[0].name, "conv1");
 }
 
@@ -95,9 +95,10 @@ TEST(Network, InPlaceReluWritesNoNewBuffer) {
 TEST(Network, ErrorsCiteFileAndLine) {
   EXPECT_EQ(network_error("conv1 conv2d oc=8 kh=3 kw=3\n"),
             "net.txt:1: 'conv1': the first line must be 'input ...'");
-  EXPECT_EQ(network_error("input c=3 h=8 w=8\n# comment\n\nc1 conv2d oc=8 kh=3 kw=3\nc2 conv3d oc=8\n"),
-            "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm pool2d maxpool avgpool "
-            "global_avgpool embedding relu relu6 batchnorm flatten softmax add concat");
+  EXPECT_EQ(
+      network_error("input c=3 h=8 w=8\n# comment\n\nc1 conv2d oc=8 kh=3 kw=3\nc2 conv3d oc=8\n"),
+      "net.txt:5: c2: 'conv3d': unknown layer kind; expected dense conv2d lstm pool2d add softmax maxpool "
+      "avgpool global_avgpool embedding relu relu6 batchnorm flatten concat");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=3 kw=3 ic=4\n"),
             "net.txt:2: conv2d: ic=4: the previous layer gives 3");
   EXPECT_EQ(network_error("input c=3 h=8 w=8\nc1 conv2d oc=8 kh=0 kw=3\n"),
@@ -172,7 +173,8 @@ TEST(Network, ResNet50MobileNetV2AndVgg16MatchThePapers) {
             layer(resnet, "s2b1_c1").inputs);  // both read the block's input
   EXPECT_EQ(layer(resnet, "s4b3_out").out_shape, (std::vector<int64_t>{2048, 7, 7}));
   EXPECT_EQ(layer(resnet, "pool").out_shape, (std::vector<int64_t>{2048, 1, 1}));
-  EXPECT_EQ(problems(resnet).size(), 56u);  // 49 convolutions on the main path, 4 projections, fc, 2 pools
+  EXPECT_EQ(problems(resnet).size(), 73u);  // 49 convolutions on the main path, 4 projections, fc, 2 pools,
+                                            // 16 adds, softmax
   const Graph mobilenet = load_network("mobilenet_v2", 1, DType::f32);
   const GraphTotals m = totals(mobilenet);
   EXPECT_EQ(m.params, 3504872);  // torchvision.models.mobilenet_v2

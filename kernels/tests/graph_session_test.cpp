@@ -128,8 +128,9 @@ TEST(GraphSession, AChainExposesStaleAndScribbledInputs) {
           [flaw] { return std::make_unique<Flawed>(flaw); });
     for (const KernelEntry& k : r.kernels())
       ASSERT_TRUE(k.backend() != "flawed" || k.op_name() == "dense");
-    // The flawed backend has only dense: its convolutions come from --kernel's choice.
-    std::vector<const KernelEntry*> chosen{r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive")};
+    // The flawed backend has only dense: its other layers come from --kernel's choice.
+    std::vector<const KernelEntry*> chosen{r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive"),
+                                           r.find("add.ref.naive"), r.find("softmax.ref.naive")};
     for (const KernelEntry* k : chosen)
       ASSERT_NE(k, nullptr);
     const GraphVerdict v = check_graph(branchy(2), r, "flawed", 3, {}, chosen);
@@ -165,13 +166,14 @@ TEST(GraphSession, RunsOnOneDevice) {
          .accumulation = "f64"},
         [] { return oracle(Op::dense).make(); });
   const GraphVerdict v = check_graph(branchy(1), r, "elsewhere", 1, {},
-                                     {r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive")});
+                                     {r.find("conv2d.ref.naive"), r.find("pool2d.ref.naive"),
+                                      r.find("add.ref.naive"), r.find("softmax.ref.naive")});
   EXPECT_EQ(v.verdict.status, Status::unsupported);
   EXPECT_NE(v.verdict.reason.find("a graph runs on one device"), std::string::npos) << v.verdict.reason;
 }
 
 // A GPU backend's graph in device memory (Kernel::bind), each layer verified; what a
-// backend lacks (cuDNN a dense layer, ours a pool) from another GPU backend. SKIPPED without
+// backend lacks (cuDNN a dense layer and an add, ours a pool) from another GPU backend. SKIPPED without
 // a usable GPU.
 TEST(GraphSession, GpuBackendsRunAGraphInDeviceMemory) {
   if (const std::string why = device_runtime(Device::gpu).why_unavailable(); !why.empty())
@@ -192,7 +194,7 @@ prob softmax
   int ran = 0;
   for (const char* backend : {"cuda", "cudnn"}) {
     std::vector<const KernelEntry*> chosen;
-    for (const char* id : {"dense.cublas.lt", "pool2d.cudnn.default"})
+    for (const char* id : {"dense.cublas.lt", "pool2d.cudnn.default", "add.cuda.default"})
       if (const KernelEntry* k = registry().find(id)) chosen.push_back(k);
     const GraphVerdict v = check_graph(g, registry(), backend, 3, {}, chosen);
     if (v.verdict.status == Status::unsupported) {

@@ -180,7 +180,8 @@ TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 name=a/b"),
             "dense: name=a/b: expected letters, digits, '_', '.' or '-'");
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc"), "dense: 'oc': expected key=value");
-  EXPECT_EQ(error_of("matmul m=1"), "'matmul': unknown op; expected dense, conv2d, lstm or pool2d");
+  EXPECT_EQ(error_of("matmul m=1"),
+            "'matmul': unknown op; expected dense, conv2d, lstm, pool2d, add or softmax");
   EXPECT_EQ(error_of("   "), "empty problem line; expected '<op> key=value ...'");
   EXPECT_EQ(error_of("conv2d mb=1 ic=6 ih=8 iw=8 oc=4 kh=3 kw=3 g=4"),
             "conv2d: g=4: must divide ic=6 and oc=4");
