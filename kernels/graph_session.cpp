@@ -164,23 +164,26 @@ GraphSession::GraphSession(Graph g, const Registry& r, std::string backend, Cont
     }
   if (!unsupported_.empty()) return;
   // ReLU fused into the layer before it, as frameworks hand it to oneDNN (a post-op): an
-  // in-place relu whose input is an op layer's output (through views: a folded batchnorm)
-  // that nothing else reads. The op's problem takes relu=fused and the relu node becomes a
-  // view; where the backend's kernel does not take relu=fused, they stay apart.
+  // in-place relu (or relu6) whose input is an op layer's output (through views: a folded
+  // batchnorm) that nothing else reads. The op's problem takes relu=fused (relu=relu6) and the
+  // relu node becomes a view; where the backend's kernel does not take it, they stay apart.
   std::vector<int> readers(n, 0);
   for (const Node& node : graph_.nodes)
     for (int input : node.inputs)
       if (input != kGraphInput) ++readers[input];
-  std::vector<int> fused_relu(n, -1);  // op node -> the relu node fused into it
+  std::vector<int> fused_relu(n, -1);  // op node -> the relu (or relu6) node fused into it
+  std::vector<Step> apart(n);          // the relu node's own step, should fusing fail
   for (size_t i = 0; fuse_relu && i < n; ++i) {
-    if (nodes_[i].step != Step::relu || graph_.nodes[i].new_buffer) continue;
+    if ((nodes_[i].step != Step::relu && nodes_[i].step != Step::relu6) || graph_.nodes[i].new_buffer)
+      continue;
     int j = graph_.nodes[i].inputs.at(0);
     while (j != kGraphInput && nodes_[j].step == Step::view && readers[j] == 1)
       j = graph_.nodes[j].inputs.at(0);
     if (j == kGraphInput || readers[j] != 1 || nodes_[j].step != Step::kernel ||
         graph_.nodes[j].problem->relu != Relu::none)
       continue;
-    graph_.nodes[j].problem->relu = Relu::fused;
+    graph_.nodes[j].problem->relu = nodes_[i].step == Step::relu6 ? Relu::relu6 : Relu::fused;
+    apart[i] = nodes_[i].step;
     nodes_[i].step = Step::view;
     fused_relu[j] = int(i);
   }
@@ -191,7 +194,7 @@ GraphSession::GraphSession(Graph g, const Registry& r, std::string backend, Cont
     nodes_[i].entry = pick_kernel(r, *node.problem, backend_, chosen, &why);
     if (!nodes_[i].entry && fused_relu[i] >= 0) {  // apart, then
       node.problem->relu = Relu::none;
-      nodes_[fused_relu[i]].step = Step::relu;
+      nodes_[fused_relu[i]].step = apart[fused_relu[i]];
       nodes_[i].entry = pick_kernel(r, *node.problem, backend_, chosen, &why);
     }
     if (!nodes_[i].entry) unsupported_ = node.name + ": " + why;

@@ -19,9 +19,9 @@
 // every backend: relu, relu6 and batchnorm (where not folded into the layer before it) in place or into a
 // buffer of their own, and concat (along the channels); flatten and a folded batchnorm are views. An
 // in-place relu right after an op layer (through a folded batchnorm) that nothing else reads is fused into
-// it, relu=fused, as a framework hands it to oneDNN as a post-op (`fuse_relu`; not where the backend's
-// kernel does not take relu=fused): a ResNet block's add and its ReLU are one kernel. Graphs run in f32,
-// tf32, f16 and bf16 (i8 and f8 would need requantising between layers: declined).
+// it, relu=fused (a relu6, relu=relu6), as a framework hands it to oneDNN as a post-op (`fuse_relu`; not
+// where the backend's kernel does not take that mode): a ResNet block's add and its ReLU are one kernel.
+// Graphs run in f32, tf32, f16 and bf16 (i8 and f8 would need requantising between layers: declined).
 //
 // Kernels prepared here take what they need only inside run() from one TemporaryPool
 // (kernels/host_memory.h) — the layers run one after another, so oneDNN's reordered

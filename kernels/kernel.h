@@ -102,6 +102,9 @@ struct KernelInfo {
   // The passes it computes (problem.h's Pass). The registry checks them once against the
   // op's; a problem of another pass is declined there, before the kernel is asked.
   std::vector<Pass> passes = {Pass::fwd};
+  // Whether its store takes relu=relu6 (min(max(y, 0), 6)); the registry declines relu6
+  // for the others, before the kernel is asked.
+  bool relu6 = false;
 };
 
 }  // namespace lb

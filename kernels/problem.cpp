@@ -59,6 +59,8 @@ std::string_view name(Relu r) {
       return "inplace";
     case Relu::fused:
       return "fused";
+    case Relu::relu6:
+      return "relu6";
   }
   return "?";
 }
@@ -66,7 +68,8 @@ std::string_view name(Relu r) {
 Relu parse_relu(std::string_view token) {
   for (Relu r : kAllRelus)
     if (name(r) == token) return r;
-  throw Error("relu '" + std::string(token) + "': expected one of none separate inplace fused");
+  if (token == name(Relu::relu6)) return Relu::relu6;
+  throw Error("relu '" + std::string(token) + "': expected one of none separate inplace fused relu6");
 }
 
 std::string_view name(Pass pass) {
@@ -138,7 +141,7 @@ Problem parse_problem(std::string_view line) {
     try {
       p.relu = parse_relu(it->second);
     } catch (const Error& e) {
-      throw Error(op_token + ": relu=" + it->second + ": expected one of none separate inplace fused");
+      throw Error(op_token + ": relu=" + it->second + ": expected one of none separate inplace fused relu6");
     }
     kv.erase(it);
   }

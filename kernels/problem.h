@@ -39,8 +39,16 @@ Op parse_op(std::string_view token);
 
 // none: y = layer(x). separate: a ReLU writes a second buffer r = max(y, 0).
 // inplace: a ReLU pass overwrites y. fused: the kernel writes max(y, 0) directly.
-enum class Relu { none, separate, inplace, fused };
+// relu6: the kernel writes min(max(y, 0), 6) directly (MobileNet v2's ReLU6, fused); forward
+// passes only, and only kernels that declare it (KernelInfo::relu6: the registry declines
+// it for the others, with the reason). kAllRelus, the sweep's "all", are the four modes of
+// max(y, 0); relu6 is asked for by name.
+enum class Relu { none, separate, inplace, fused, relu6 };
 inline constexpr Relu kAllRelus[] = {Relu::none, Relu::separate, Relu::inplace, Relu::fused};
+// What the kernel's own store clips at: fused and relu6 (the ReLU is part of the kernel).
+constexpr bool fused_relu(Relu r) {
+  return r == Relu::fused || r == Relu::relu6;
+}
 std::string_view name(Relu r);
 Relu parse_relu(std::string_view token);
 

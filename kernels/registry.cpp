@@ -98,6 +98,10 @@ std::string KernelEntry::supports(const Problem& p) const {
     for (Pass pass : info.passes)
       has += (has.empty() ? "" : ", ") + std::string(name(pass));
     why = "dir=" + std::string(name(p.pass)) + " not computed (" + has + " only)";
+  } else if (p.relu == Relu::relu6 && runs_backward(p.pass)) {
+    why = "relu=relu6: forward passes only";
+  } else if (p.relu == Relu::relu6 && !info.relu6) {
+    why = "relu=relu6 not in this kernel's store (it clips at 0 only)";
   } else {
     why = make()->supports(p);
   }

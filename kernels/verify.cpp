@@ -129,16 +129,20 @@ std::string scan_outputs(std::string_view what, const Tensor& got) {
 
 namespace {
 
-// compare() once the output is known written and finite. `clip`: the reference's values
-// are pre-ReLU and the output is after it, so max(value, 0) is expected (exactly what the
-// reference writes: rounding is monotonic and keeps 0).
+// What the output holds of the reference's pre-ReLU values: them, max(value, 0), or
+// min(max(value, 0), 6) — exactly what the reference writes: rounding is monotonic and
+// keeps 0 and 6.
+enum class Clip { none, relu, relu6 };
+
+// compare() once the output is known written and finite, the reference's values clipped.
 // `bias`: where the allowance has a per_sum, the bias each element adds (y - b is the sum).
-Verdict compare_values(std::string_view what, const Tensor& got, const Expected& expect, bool clip,
+Verdict compare_values(std::string_view what, const Tensor& got, const Expected& expect, Clip clip,
                        const Allowance& allowed, const std::function<double(int64_t)>& bias = {}) {
   Verdict v;
   const int64_t n = int64_t(expect.value.size());
   auto expected = [&expect, clip](int64_t i) {
-    return clip ? std::max(expect.value[i], 0.0) : expect.value[i];
+    const double y = expect.value[i];
+    return clip == Clip::none ? y : clip == Clip::relu ? std::max(y, 0.0) : std::min(std::max(y, 0.0), 6.0);
   };
   // One pass through blocks of values converted once (outputs reach gigabytes).
   constexpr int64_t kBlock = 4096;
@@ -200,7 +204,7 @@ Verdict compare(const Problem& p, std::string_view what, const Tensor& got, cons
     v.reason = why;
     return v;
   }
-  return compare_values(what, got, expect, false, allowance(p, got));
+  return compare_values(what, got, expect, Clip::none, allowance(p, got));
 }
 
 namespace {
@@ -425,7 +429,9 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
       // The whole batch is compared in place: a copy would clear and write as many pages.
       std::optional<Tensor> sampled;
       if (!whole_batch) sampled = take_samples(got.at(a), batch_axis(p, a), samples);
-      const bool clip = a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace;
+      const Clip clip = p.relu == Relu::relu6                                                    ? Clip::relu6
+                        : a == Arg::relu_dst || p.relu == Relu::fused || p.relu == Relu::inplace ? Clip::relu
+                                                                                                 : Clip::none;
       const Tensor& out = sampled ? *sampled : got.at(a);
       const Allowance allowed = allowance(p, out, rounds_before_bias, a);
       std::function<double(int64_t)> bias;
@@ -471,7 +477,8 @@ Verdict verify_outputs(const Problem& p, const TensorSet& got, const InputDigest
         if (some && axis < 0) rows_of_e = take_samples(e, all.dims(), 0, chosen);
         const Tensor& out = some ? *some : all;
         keep_worse(
-            v, compare_values(name(a), out, rows_of_e ? *rows_of_e : e, false, allowance(p, out, false, a)),
+            v,
+            compare_values(name(a), out, rows_of_e ? *rows_of_e : e, Clip::none, allowance(p, out, false, a)),
             first);
       }
     };

@@ -1,5 +1,6 @@
-// add.cuda.default and softmax.cuda.default, host side: the Kernel classes of the
-// element-wise ops (the device code and its prediction: elementwise.cu). f32, f16, bf16;
+// add.cuda.default, softmax.cuda.default and pool2d.cuda.default, host side: the Kernel
+// classes of the ops without products (the device code and its prediction: elementwise.cu,
+// pool2d.cu). f32, f16, bf16;
 // relu=fused in the kernels' store, inplace/separate the ReLU pass after. Never run on a
 // GPU yet: written and compiled without one (2026-12-08).
 #include "cuda/gpu_kernel.h"
@@ -62,7 +63,44 @@ class OwnSoftmax final : public GpuKernel {
   }
 };
 
+class OwnPool2d final : public GpuKernel {
+ public:
+  std::string supports(const Problem& p) const override {
+    if (std::string why = require_dtypes(p, {DType::f32, DType::f16, DType::bf16}); !why.empty()) return why;
+    const Pool2d& q = p.pool();
+    if (std::string why = too_big_for_int({q.mb * q.ic * q.ih * q.iw}); !why.empty()) return why;
+    return gpu_unusable();
+  }
+
+  void prepare(const Problem& p, TensorSet& ts, const Context&) override {
+    release();
+    upload(p, ts);
+  }
+
+  void run(TensorSet&) override {
+    const Pool2d& q = problem_.pool();
+    pool2d({.x = dev(Arg::src),
+            .y = dev(Arg::dst),
+            .planes = int(q.mb * q.ic),
+            .ih = int(q.ih),
+            .iw = int(q.iw),
+            .oh = int(q.oh()),
+            .ow = int(q.ow()),
+            .k = int(q.k),
+            .s = int(q.s),
+            .p = int(q.p),
+            .avg = q.alg == Pool2d::Alg::avg,
+            .type = floats_of(problem_.dt),
+            .relu = problem_.relu == Relu::fused});
+    relu_pass();
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<Kernel> make_pool2d() {
+  return std::make_unique<OwnPool2d>();
+}
 
 std::unique_ptr<Kernel> make_add() {
   return std::make_unique<OwnAdd>();

@@ -21,6 +21,7 @@ std::unique_ptr<Kernel> make_mma_dense();                       // step 08, f16/
 std::unique_ptr<Kernel> make_implicit_gemm_conv2d();
 std::unique_ptr<Kernel> make_depthwise_conv2d();
 std::unique_ptr<Kernel> make_lstm();
+std::unique_ptr<Kernel> make_pool2d();   // elementwise.cpp
 std::unique_ptr<Kernel> make_add();      // elementwise.cpp
 std::unique_ptr<Kernel> make_softmax();  // elementwise.cpp
 

@@ -100,4 +100,15 @@ struct SoftmaxRun {  // over the channels: x and y are samples × channels × po
 };
 void softmax(const SoftmaxRun& s);
 
+// Max or average pooling (kernels/ops/pool2d.h; pool2d.cu): planes × IH×IW to OH×OW.
+struct Pool {
+  const void* x = nullptr;
+  void* y = nullptr;
+  int planes = 0, ih = 0, iw = 0, oh = 0, ow = 0, k = 1, s = 1, p = 0;
+  bool avg = false;
+  Floats type = Floats::f32;
+  bool relu = false;
+};
+void pool2d(const Pool& q);
+
 }  // namespace lb::cuda::own

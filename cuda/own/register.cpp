@@ -56,6 +56,11 @@ void register_cuda(Registry& r) {
          .idea = "input GEMM for all steps, per-step recurrent GEMM, one fused pointwise cell kernel",
          .accumulation = "f32"},
         [] { return make_lstm(); });
+  r.add({.id = "pool2d.cuda.default",
+         .device = Device::gpu,
+         .idea = "one thread per output, its window from the plane, the ReLU fused in the store",
+         .accumulation = "f32"},
+        [] { return make_pool2d(); });
   r.add({.id = "add.cuda.default",
          .device = Device::gpu,
          .idea = "one thread per element, grid-stride, the ReLU fused in the store",

@@ -2,17 +2,15 @@
 // softmax.h), f32 and bf16 (read into f32, rounded once at the store), NCHW as given.
 //
 // add: y = x + x₁ in one pass, relu=fused a max with 0 in the same pass (a ResNet block's
-// add then ReLU); f32's loop is the compiler's to vectorise, bf16's AVX-512 where the CPU has
-// it (the compiler's scalar rounding read 0.53x oneDNN's time at batch 1). Threads: the
-// elements split evenly.
-// softmax over the channels at each position, in three passes over a row of C values:
-// their max m, then e = exp(x - m) (kernels/cpu/vmath.h's vectorised exp, AVX-512 or
-// AVX2 by CPUID; std::exp on the scalar path) written to the output (f32) or a row of
-// scratch (bf16) while summing, then e · (1 / Σ e). Where the positions are more than one
-// (IH·IW > 1) the C values of a position are strided; the passes then run down the
-// channels on a vector of adjacent positions at once (each lane its own softmax), so every
-// load is contiguous. Exponentials below e^-87 are those of -87 (f32's normal range), as
-// the allowance for softmax says (verify.cpp). Threads: rows (samples × position blocks).
+// add then ReLU; relu6 a clip to [0, 6]); f32's loop is the compiler's to vectorise, bf16's AVX-512 where the
+// CPU has it (the compiler's scalar rounding read 0.53x oneDNN's time at batch 1). Threads: the elements
+// split evenly. softmax over the channels at each position, in three passes over a row of C values: their max
+// m, then e = exp(x - m) (kernels/cpu/vmath.h's vectorised exp, AVX-512 or AVX2 by CPUID; std::exp on the
+// scalar path) written to the output (f32) or a row of scratch (bf16) while summing, then e · (1 / Σ e).
+// Where the positions are more than one (IH·IW > 1) the C values of a position are strided; the passes then
+// run down the channels on a vector of adjacent positions at once (each lane its own softmax), so every load
+// is contiguous. Exponentials below e^-87 are those of -87 (f32's normal range), as the allowance for softmax
+// says (verify.cpp). Threads: rows (samples × position blocks).
 //
 // Prediction: no products; both ops are memory's, their bytes once each way where they fit
 // the caches: add reads 2 and writes 1 value per element (ResNet-50's last add at batch 32:
@@ -40,11 +38,11 @@
 namespace lb::cpu {
 namespace {
 
-// bf16 y = a + b (max 0 where relu) on AVX-512: 16 values widened by a shift, added in f32,
+// bf16 y = a + b (clipped to [0, top] where relu) on AVX-512: 16 values widened by a shift, added in f32,
 // rounded to nearest even by the integer trick (as f32_to_bf16; the sums of finite inputs are
 // never NaN); the tail element by element.
 LB_TARGET_AVX512 void add_bf16_avx512(const uint16_t* a, const uint16_t* b, uint16_t* y, int64_t first,
-                                      int64_t last, bool relu, bool stream) {
+                                      int64_t last, bool relu, float top, bool stream) {
   auto widen = [](const uint16_t* p) LB_TARGET_AVX512 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(
         _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
@@ -54,7 +52,7 @@ LB_TARGET_AVX512 void add_bf16_avx512(const uint16_t* a, const uint16_t* b, uint
   stream = stream && reinterpret_cast<uintptr_t>(y + i) % 32 == 0;  // then every 16 values stay aligned
   for (; i + 16 <= last; i += 16) {
     __m512 v = _mm512_add_ps(widen(a + i), widen(b + i));
-    if (relu) v = _mm512_max_ps(v, _mm512_setzero_ps());
+    if (relu) v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), _mm512_set1_ps(top));
     const __m512i u = _mm512_castps_si512(v);
     const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
     const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(half, odd)), 16);
@@ -66,7 +64,7 @@ LB_TARGET_AVX512 void add_bf16_avx512(const uint16_t* a, const uint16_t* b, uint
   if (stream) _mm_sfence();
   for (; i < last; ++i) {
     const float v = bf16_to_f32(a[i]) + bf16_to_f32(b[i]);
-    y[i] = f32_to_bf16(relu ? std::max(v, 0.0f) : v);
+    y[i] = f32_to_bf16(relu ? std::min(std::max(v, 0.0f), top) : v);
   }
 }
 
@@ -91,17 +89,19 @@ class AddKernel final : public Kernel {
     const void* a = ts.at(Arg::src).data();
     const void* b = ts.at(Arg::src_1).data();
     void* y = ts.at(Arg::dst).data();
-    const bool fused = relu_ == Relu::fused;
+    const bool fused = fused_relu(relu_);
+    const float top = relu_ == Relu::relu6 ? 6.0f : INFINITY;
     pool_->run([&](int tid, int threads) {
       const Range part = split(n_, 4096, tid, threads);
       if (bf16_ && avx512_)
         add_bf16_avx512(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
-                        static_cast<uint16_t*>(y), part.first, part.last, fused, stream_);
+                        static_cast<uint16_t*>(y), part.first, part.last, fused, top, stream_);
       else if (bf16_)
         sum(static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b), static_cast<uint16_t*>(y), part,
-            fused);
+            fused, top);
       else
-        sum(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(y), part, fused);
+        sum(static_cast<const float*>(a), static_cast<const float*>(b), static_cast<float*>(y), part, fused,
+            top);
     });
     relu_pass(relu_, ts, pool_.get());
   }
@@ -109,18 +109,18 @@ class AddKernel final : public Kernel {
   void release() override { pool_.reset(); }
 
  private:
-  static void sum(const float* a, const float* b, float* y, Range part, bool fused) {
+  static void sum(const float* a, const float* b, float* y, Range part, bool fused, float top) {
     if (fused)
       for (int64_t i = part.first; i < part.last; ++i)
-        y[i] = std::max(a[i] + b[i], 0.0f);
+        y[i] = std::min(std::max(a[i] + b[i], 0.0f), top);
     else
       for (int64_t i = part.first; i < part.last; ++i)
         y[i] = a[i] + b[i];
   }
-  static void sum(const uint16_t* a, const uint16_t* b, uint16_t* y, Range part, bool fused) {
+  static void sum(const uint16_t* a, const uint16_t* b, uint16_t* y, Range part, bool fused, float top) {
     for (int64_t i = part.first; i < part.last; ++i) {
       const float v = bf16_to_f32(a[i]) + bf16_to_f32(b[i]);
-      y[i] = f32_to_bf16(fused ? std::max(v, 0.0f) : v);
+      y[i] = f32_to_bf16(fused ? std::min(std::max(v, 0.0f), top) : v);
     }
   }
 

@@ -8,7 +8,8 @@
 // 3×3 stride 2: each input row serves up to two output rows, reduced across once, not
 // twice). Rows of padding are left out of a max and are zeros in a sum; an average
 // divides by K² (PyTorch's count_include_pad). bf16 is read into f32 a row at a time and
-// rounded once at the store. relu=fused is a max with 0 in the store; inplace and separate
+// rounded once at the store. relu=fused is a max with 0 in the store (relu6 a clip to
+// [0, 6]); inplace and separate
 // are relu_pass() after. Threads: planes (image × channel) split evenly.
 //
 // Prediction: no products; every input read once from memory and every output written
@@ -115,15 +116,16 @@ class Pool2dKernel final : public Kernel {
   }
 
   void store(Tensor& dst, int64_t at, const float* out, int64_t n, float scale) const {
-    const bool fused = relu_ == Relu::fused;
+    const bool fused = fused_relu(relu_);
+    const float top = relu_ == Relu::relu6 ? 6.0f : INFINITY;
     if (bf16_) {
       uint16_t* y = dst.as<uint16_t>() + at;
       for (int64_t c = 0; c < n; ++c)
-        y[c] = f32_to_bf16(fused ? std::max(out[c] * scale, 0.0f) : out[c] * scale);
+        y[c] = f32_to_bf16(fused ? std::min(std::max(out[c] * scale, 0.0f), top) : out[c] * scale);
     } else {
       float* y = dst.as<float>() + at;
       for (int64_t c = 0; c < n; ++c)
-        y[c] = fused ? std::max(out[c] * scale, 0.0f) : out[c] * scale;
+        y[c] = fused ? std::min(std::max(out[c] * scale, 0.0f), top) : out[c] * scale;
     }
   }
 

@@ -88,12 +88,14 @@ void register_cpu(Registry& r) {
          .idea = "separable: each input row reduced across once into a ring of K rows, output rows down "
                  "them (vectorised)",
          .accumulation = "f32",
-         .multithreaded = true},
+         .multithreaded = true,
+         .relu6 = true},
         [] { return make_pool2d(); });
   r.add({.id = "add.cpu.default",
          .idea = "one pass, the ReLU fused in it",
          .accumulation = "f32",
-         .multithreaded = true},
+         .multithreaded = true,
+         .relu6 = true},
         [] { return make_add(); });
   r.add({.id = "softmax.cpu.default",
          .idea =

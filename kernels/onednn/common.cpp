@@ -74,9 +74,12 @@ dnnl::primitive_attr attributes(Relu relu, float output_scale) {
   dnnl::primitive_attr a;
   a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (output_scale != 1.0f) a.set_output_scales(0, {output_scale});
-  if (relu == Relu::fused) {
+  if (fused_relu(relu)) {  // ReLU6 as a clip to [0, 6]
     dnnl::post_ops po;
-    po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    if (relu == Relu::relu6)
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+    else
+      po.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     a.set_post_ops(po);
   }
   return a;

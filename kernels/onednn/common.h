@@ -93,7 +93,8 @@ std::string size_reason(const Problem& p);
 // ReLU mode asks (fused: none of its backward primitives applies a ReLU's mask).
 std::string backward_reason(const Problem& p);
 
-// The attributes every primitive gets: user scratchpad, and for relu=fused a ReLU post-op.
+// The attributes every primitive gets: user scratchpad, and for relu=fused a ReLU post-op
+// (relu6: a clip to [0, 6]).
 // For i8 also the output scale src.scale · wei.scale (oneDNN 2.x applies it to the s32 sum
 // *including the bias*, which is why i8 kernels pre-divide their bias by it).
 dnnl::primitive_attr attributes(Relu relu, float output_scale = 1.0f);

@@ -80,6 +80,7 @@ std::vector<PassArg> pass_args(const Problem& p) {
         break;
       case Relu::inplace:
       case Relu::fused:
+      case Relu::relu6:  // not with a backward pass (problem.cpp): here for the switch's sake
         if (pass != Pass::train) read(as_arg(t.output, Arg::dst), true);
         read(diff_spec(t.output));
         if (p.relu == Relu::inplace) args.back().written = true;

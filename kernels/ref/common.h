@@ -28,6 +28,11 @@ inline void write_output(Relu relu, TensorSet& ts, const Doubles& y) {
       dst.store(i, std::max(y[i], 0.0));
     return;
   }
+  if (relu == Relu::relu6) {
+    for (int64_t i = 0; i < n; ++i)
+      dst.store(i, std::min(std::max(y[i], 0.0), 6.0));
+    return;
+  }
   for (int64_t i = 0; i < n; ++i)
     dst.store(i, y[i]);
   if (relu == Relu::inplace) {  // a second pass that overwrites the layer output

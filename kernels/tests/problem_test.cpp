@@ -176,7 +176,7 @@ TEST(Problem, ErrorsNameTheTokenAndWhatWasExpected) {
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 dt=f33"),
             "dense: dt=f33: expected one of f32 tf32 f16 bf16 i8 f8");
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 relu=yes"),
-            "dense: relu=yes: expected one of none separate inplace fused");
+            "dense: relu=yes: expected one of none separate inplace fused relu6");
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc=1 name=a/b"),
             "dense: name=a/b: expected letters, digits, '_', '.' or '-'");
   EXPECT_EQ(error_of("dense mb=1 ic=1 oc"), "dense: 'oc': expected key=value");
