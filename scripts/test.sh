@@ -5,7 +5,8 @@
 #             no oneDNN, Eigen or CUDA) and its `ctest -L unit` — unit tests, the CLI
 #             test and `check --backend ref` on every bundled suite and network;
 #   fuzz      the fuzz targets of kernels/tests/fuzz (problem lines, suites, networks,
-#             and whole problem lines through every kernel's supports() and the model),
+#             and whole problem lines through the ref and oneDNN kernels' supports() and
+#             the model),
 #             built with clang in build-fuzz/, run for 60 s in all over a
 #             temporary copy of the seed corpus, so that the repository is not written.
 #   scripts/test.sh                          everything (what CI runs)

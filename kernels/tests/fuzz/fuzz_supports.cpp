@@ -4,7 +4,7 @@
 // signal, undefined behaviour or an exception: `conv2d mb=2147483647 ic=16 ih=8 iw=8
 // oc=16 kh=3 kw=3 ph=1 dt=i8` once stopped conv2d.onednn.default with SIGFPE (its seed
 // is corpus/supports/regress-onednn-sigfpe.txt). Built with the backends this machine has
-// (ref always, oneDNN and Eigen where found: kernels/tests/fuzz/CMakeLists.txt).
+// (ref always, oneDNN where found: kernels/tests/fuzz/CMakeLists.txt says why not the others).
 #include <cstdint>
 
 #include "kernels/model.h"
