@@ -10,14 +10,8 @@ namespace {
 
 constexpr std::string_view kName = "add";
 
-constexpr Key<Add> kKeys[] = {{"mb", &Add::mb},
-                              {"ic", &Add::ic},
-                              {.key = "ih", .member = &Add::ih, .required = false, .print_default = false},
-                              {.key = "iw", .member = &Add::iw, .required = false, .print_default = false}};
-
 Dims dims(const Problem& p) {
-  const Add& a = p.add();
-  return {a.mb, a.ic, a.ih, a.iw};
+  return activation_dims(p.add());
 }
 
 }  // namespace
@@ -28,11 +22,12 @@ const OpTraits& add_traits() {
       .name = kName,
       .parse =
           [](KeyValues& kv, Problem& p) {
-            const Add a = parse_keys<Add>(kName, kKeys, kv);
+            const Add a = parse_keys<Add>(kName, kActivationKeys<Add>, kv);
             check_size(kName, (long double)a.mb * a.ic * a.ih * a.iw);
             p.shape = a;
           },
-      .print = [](const Problem& p, std::string& out) { print_keys<Add>(kKeys, p.add(), out); },
+      .print = [](const Problem& p,
+                  std::string& out) { print_keys<Add>(kActivationKeys<Add>, p.add(), out); },
       .inputs = {{Arg::src, 0, dims}, {Arg::src_1, 0, dims}},
       .output = {Arg::dst, 0, dims},
       // Two terms, one rounding.

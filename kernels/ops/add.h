@@ -1,15 +1,13 @@
 // The add op's shape. Its keys, arguments, model and network derivation: add.cpp.
 #pragma once
 
-#include <cstdint>
+#include "kernels/ops/activations.h"
 
 namespace lb {
 
-// y = x + x₁, element by element: x, x₁ and y are MB×IC×IH×IW (a residual connection's
-// sum; a vector per sample is IH = IW = 1, a sequence's positions are rows of the batch).
-struct Add {
-  int64_t mb = 1, ic = 1, ih = 1, iw = 1;
-  int64_t elements() const { return mb * ic * ih * iw; }
+// y = x + x₁, element by element (a residual connection's sum): x, x₁ and y are activations
+// of one shape.
+struct Add : Activations {
   bool operator==(const Add&) const = default;
 };
 

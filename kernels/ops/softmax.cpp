@@ -11,15 +11,8 @@ namespace {
 
 constexpr std::string_view kName = "softmax";
 
-constexpr Key<Softmax> kKeys[] = {
-    {"mb", &Softmax::mb},
-    {"ic", &Softmax::ic},
-    {.key = "ih", .member = &Softmax::ih, .required = false, .print_default = false},
-    {.key = "iw", .member = &Softmax::iw, .required = false, .print_default = false}};
-
 Dims dims(const Problem& p) {
-  const Softmax& s = p.softmax();
-  return {s.mb, s.ic, s.ih, s.iw};
+  return activation_dims(p.softmax());
 }
 
 }  // namespace
@@ -30,11 +23,12 @@ const OpTraits& softmax_traits() {
       .name = kName,
       .parse =
           [](KeyValues& kv, Problem& p) {
-            const Softmax s = parse_keys<Softmax>(kName, kKeys, kv);
+            const Softmax s = parse_keys<Softmax>(kName, kActivationKeys<Softmax>, kv);
             check_size(kName, (long double)s.mb * s.ic * s.ih * s.iw);
             p.shape = s;
           },
-      .print = [](const Problem& p, std::string& out) { print_keys<Softmax>(kKeys, p.softmax(), out); },
+      .print = [](const Problem& p,
+                  std::string& out) { print_keys<Softmax>(kActivationKeys<Softmax>, p.softmax(), out); },
       .inputs = {{Arg::src, 0, dims}},
       .output = {Arg::dst, 0, dims},
       // Each output divides by the sum of IC exponentials.

@@ -24,6 +24,10 @@ const OpTraits& traits(Op op) {
   throw Error("op " + std::to_string(int(op)) + ": not an op");
 }
 
+Dims activation_dims(const Activations& a) {
+  return {a.mb, a.ic, a.ih, a.iw};
+}
+
 DerivedKeys activation_keys(const Dims& in, int64_t batch) {
   if (in.size() == 3) return {{"mb", batch}, {"ic", in[0]}, {"ih", in[1]}, {"iw", in[2]}};
   return {{"mb", in.size() == 2 ? in[0] * batch : batch}, {"ic", in.back()}};

@@ -144,9 +144,17 @@ LargestArg largest_arg(const Problem& p);
 // "2^41.0": an element count as a power of two, for size errors and reasons.
 std::string power_of_two(long double n);
 
-// The keys of an op on activations as they come (add, softmax): mb ic ih iw from a vector
-// (c: ih = iw = 1), a sequence (t×c: its positions rows of the batch, mb = t·batch, as dense
-// takes them) or an image (c×h×w).
+// The ops on activations as they come (add, softmax; kernels/ops/activations.h): their
+// keys (mb ic, and ih iw, 1 unless given), their dims, and the keys a network layer's input
+// gives them: from a vector (c: ih = iw = 1), a sequence (t×c: its positions rows of the
+// batch, mb = t·batch, as dense takes them) or an image (c×h×w).
+template <class Shape>
+constexpr Key<Shape> kActivationKeys[] = {
+    {"mb", &Shape::mb},
+    {"ic", &Shape::ic},
+    {.key = "ih", .member = &Shape::ih, .required = false, .print_default = false},
+    {.key = "iw", .member = &Shape::iw, .required = false, .print_default = false}};
+Dims activation_dims(const Activations& a);
 DerivedKeys activation_keys(const Dims& in, int64_t batch);
 
 // One per op file; everything else asks traits(op).
