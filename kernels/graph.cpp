@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/common.h"
+#include "kernels/ops/traits.h"
 #include "kernels/tensor.h"
 
 namespace lb {
@@ -39,14 +40,12 @@ struct Keeps {
 };
 
 Keeps keeps(const Node& n) {
-  if (n.problem && n.problem->op() == Op::pool2d)  // a max's backward finds its taps in the input
-    return {n.problem->pool().alg == Pool2d::Alg::max, false, 0};
-  if (n.problem && n.problem->op() == Op::add)  // the gradient passes to both inputs as it is
-    return {false, n.problem->relu != Relu::none, 0};
-  if (n.problem && n.problem->op() == Op::softmax)  // its backward reads its output
-    return {false, true, 0};
-  // An op: its input, and its output where a ReLU of its own masks the gradient.
-  if (n.problem) return {true, n.problem->relu != Relu::none, model(*n.problem).saved_bytes};
+  // An op: what its traits say, and its output where a ReLU of its own masks the gradient.
+  if (n.problem) {
+    const OpTraits& t = traits(n.problem->op());
+    return {!t.keeps_input || t.keeps_input(*n.problem), t.keeps_output || n.problem->relu != Relu::none,
+            model(*n.problem).saved_bytes};
+  }
   if (n.kind == "relu" || n.kind == "relu6") return {false, true, 0};
   if (n.kind == "batchnorm") return {true, false, 0};
   return {};

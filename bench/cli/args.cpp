@@ -1,6 +1,7 @@
 #include "bench/cli/args.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "kernels/common.h"
 
@@ -20,6 +21,19 @@ int64_t Args::integer(const std::string& flag, int64_t fallback, int64_t min) co
   if (ec != std::errc() || end != v->data() + v->size() || out < min)
     throw Error("--" + flag + " " + *v + ": expected an integer >= " + std::to_string(min));
   return out;
+}
+
+double Args::number(const std::string& flag, double fallback, double min, const char* example,
+                    bool positive_only) const {
+  const auto v = get(flag);
+  if (!v) return fallback;
+  try {
+    size_t used = 0;
+    const double x = std::stod(*v, &used);
+    if (used == v->size() && std::isfinite(x) && x >= min && (!positive_only || x > 0)) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("--" + flag + " " + *v + ": expected a number such as " + example);
 }
 
 Args parse_args(const std::string& command, const std::vector<std::string>& argv,

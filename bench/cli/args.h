@@ -20,6 +20,10 @@ struct Args {
   bool on(const std::string& flag) const { return switches.count(flag) > 0; }
   // A positive integer flag, with a default; throws lb::Error naming the flag.
   int64_t integer(const std::string& flag, int64_t fallback, int64_t min = 1) const;
+  // A finite number flag >= min (> 0 where positive_only), with a default; throws
+  // "--flag v: expected a number such as <example>".
+  double number(const std::string& flag, double fallback, double min, const char* example,
+                bool positive_only = false) const;
 };
 
 // Throws lb::Error("<command>: unknown flag '--x'") and the like.

@@ -140,14 +140,20 @@ Timing time_runs(GraphSession& s, bool per_node, double min_time, double max_run
   return t;
 }
 
+// What this process may allocate: MemAvailable or the cgroup's limit (bench::available_bytes),
+// or --memory-limit where lower.
+double allowed_bytes(double limit_gib) {
+  const double available = double(bench::available_bytes());
+  return limit_gib > 0 ? std::min(available, limit_gib * 1073741824.0) : available;
+}
+
 // Empty when `copies` graphs of g's liveness (parameters and the live activations) fit in
 // 90 % of the memory this process may allocate (or --memory-limit), else the one-line
 // out-of-memory reason: asked before anything is allocated, so that a batch too large is
 // out_of_memory rather than killed (the kernels' packed copies come on top: a lower bound).
 std::string memory_reason(const Graph& g, int copies, double limit_gib) {
   const double need = copies * liveness(g, Pass::fwd).total();
-  double available = double(bench::available_bytes());
-  if (limit_gib > 0) available = std::min(available, limit_gib * 1073741824.0);
+  const double available = allowed_bytes(limit_gib);
   if (available <= 0 || need <= 0.9 * available) return {};
   return "out of memory: needs at least " + gib(need) + " GiB by liveness" +
          (copies > 1 ? " (the network and the reference graph)" : "") + ", " + gib(available) +
@@ -201,19 +207,9 @@ int run_graph_command(const std::vector<std::string>& argv) {
                             {"per-node", "no-fuse"});
   const GraphArgs g = common_args(a, "run", {1});
   const bool per_node = a.on("per-node");
-  auto number_flag = [&a](const std::string& flag, double fallback) {
-    const auto v = a.get(flag);
-    if (!v) return fallback;
-    try {
-      size_t used = 0;
-      const double x = std::stod(*v, &used);
-      if (used == v->size() && x > 0) return x;
-    } catch (const std::exception&) {
-    }
-    throw Error("run: --" + flag + " " + *v + ": expected a number > 0");
-  };
-  const double min_time = number_flag("min-time", 1.0), max_run_time = number_flag("max-run-time", 20.0);
-  const double limit_gib = number_flag("memory-limit", 0.0);
+  const double min_time = a.number("min-time", 1.0, 0, "1 (seconds)", true);
+  const double max_run_time = a.number("max-run-time", 20.0, 0, "20 (seconds)", true);
+  const double limit_gib = a.number("memory-limit", 0.0, 0, "8 (GiB)", true);
   const bench::Machine machine = bench::identify_machine(a.get("machine").value_or(""), "");
   const std::string out_path = a.get("out").value_or("");
   bench::use_honest_allocator();
@@ -352,8 +348,7 @@ int run_graph_command(const std::vector<std::string>& argv) {
             }
             // The measured peak scaled as liveness scales it, against what may be allocated.
             const double need = last_peak * (last_predicted > 0 ? next_predicted / last_predicted : 2.0);
-            double available = double(bench::available_bytes());
-            if (limit_gib > 0) available = std::min(available, limit_gib * 1073741824.0);
+            const double available = allowed_bytes(limit_gib);
             if (stop.empty() && need > 0.8 * available)
               stop = "batch " + std::to_string(next) + " would need about " + gib(need) + " GiB of " +
                      gib(available) + " GiB available (80 % at most)";

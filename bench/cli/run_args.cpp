@@ -70,18 +70,6 @@ std::string as_is(const std::string& s) {
   return s;
 }
 
-double number(const Args& a, const std::string& flag, double fallback, double min, const char* example) {
-  const auto v = a.get(flag);
-  if (!v) return fallback;
-  try {
-    size_t used = 0;
-    const double x = std::stod(*v, &used);
-    if (used == v->size() && std::isfinite(x) && x >= min) return x;
-  } catch (const std::exception&) {
-  }
-  throw Error("--" + flag + " " + *v + ": expected a number such as " + example);
-}
-
 // The flags both commands share: the problems (sources), the axes and the filters; and
 // the switch that adds problems (--separable-baseline).
 // The flags of the sources, the filters and the axes a command takes (axes.h: run every
@@ -169,8 +157,8 @@ void check_gbench_flag(const std::string& flag) {
 // --rse, --repetitions MIN,MAX, --case-time, and what Google Benchmark's own flags imply.
 bench::Repetitions parse_repetitions(const Args& a, const std::vector<std::string>& gbench) {
   bench::Repetitions r;
-  r.rse_target = number(a, "rse", 100 * r.rse_target, 0, "1 (percent)") / 100;
-  r.cap_seconds = number(a, "case-time", r.cap_seconds, 0, "2 (seconds)");
+  r.rse_target = a.number("rse", 100 * r.rse_target, 0, "1 (percent)") / 100;
+  r.cap_seconds = a.number("case-time", r.cap_seconds, 0, "2 (seconds)");
   if (auto v = a.get("repetitions")) {
     const std::vector<std::string> mm = split_list(*v);
     if (mm.size() != 2) throw Error("--repetitions " + *v + ": expected MIN,MAX, e.g. 3,20");
@@ -228,13 +216,13 @@ RunArgs parse_run_args(const std::vector<std::string>& argv) {
   if (!r.options.repetitions.fixed)
     r.gbench.insert(r.gbench.begin() + 1,
                     "--benchmark_repetitions=" + std::to_string(r.options.repetitions.max));
-  r.noisy_cv = number(a, "noisy-cv", r.noisy_cv, 0, "0.05");
-  r.options.budget_seconds = number(a, "budget", 0, 0, "600 (seconds; 0: none)");
+  r.noisy_cv = a.number("noisy-cv", r.noisy_cv, 0, "0.05");
+  r.options.budget_seconds = a.number("budget", 0, 0, "600 (seconds; 0: none)");
   if (r.interleaved && r.options.budget_seconds > 0)
     throw Error(
         "--budget: not with --benchmark_enable_random_interleaving (every case starts within the first "
         "repetitions, so a budget would stop none)");
-  r.steadiness_seconds = number(a, "steadiness", 0, 0, "2 (seconds; 0: not measured)");
+  r.steadiness_seconds = a.number("steadiness", 0, 0, "2 (seconds; 0: not measured)");
   if (r.steadiness_seconds > 60) throw Error("--steadiness " + *a.get("steadiness") + ": at most 60 seconds");
   r.out = a.get("out").value_or("");
   if (a.get("out") && r.out.empty()) throw Error("--out '': expected a path ending in .json");

@@ -94,7 +94,7 @@ expect 2 "unknown suite 'nope' \(available: " -- "$lb" check --suite nope
 expect 2 "unknown network 'resnet9000' \(available: alexnet" -- "$lb" check --graph resnet9000
 expect 2 "unknown backend 'tpu' \(built in: " -- "$lb" run --graph alexnet --backend tpu
 expect 2 'check: --batch auto is for run --graph' -- "$lb" check --graph alexnet --batch auto
-expect 2 '--memory-limit -1: expected a number > 0' -- "$lb" run --graph alexnet --batch auto --memory-limit -1
+expect 2 '--memory-limit -1: expected a number such as 8 \(GiB\)' -- "$lb" run --graph alexnet --batch auto --memory-limit -1
 expect 2 '--kernel dense.nope.x: no such kernel' -- "$lb" check --graph alexnet --kernel dense.nope.x
 expect 2 "unknown flag '--bacth'" -- "$lb" run --graph alexnet --bacth 4
 # A batch that cannot fit is out_of_memory before anything is allocated, and the run goes on.

@@ -42,6 +42,7 @@ const OpTraits& add_traits() {
                 .layer_inputs = 2},
       .passes = {Pass::fwd},
       .no_pass = "only add's forward pass is written yet",
+      .keeps_input = [](const Problem&) { return false; },  // its gradient passes to both inputs as it is
   };
   return traits;
 }

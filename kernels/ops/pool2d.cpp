@@ -87,6 +87,7 @@ const OpTraits& pool2d_traits() {
                 }},
       .passes = {Pass::fwd},
       .no_pass = "only pooling's forward pass is written yet",
+      .keeps_input = [](const Problem& p) { return p.pool().alg == Pool2d::Alg::max; },
   };
   return traits;
 }

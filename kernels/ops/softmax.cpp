@@ -42,6 +42,8 @@ const OpTraits& softmax_traits() {
                 .out_shape = [](const Problem&, const Dims& in) { return in; }},
       .passes = {Pass::fwd},
       .no_pass = "only softmax's forward pass is written yet",
+      .keeps_input = [](const Problem&) { return false; },
+      .keeps_output = true,
   };
   return traits;
 }

@@ -94,6 +94,12 @@ struct OpTraits {
   // f32 elements (null: nothing; the LSTM: every step's gates and cell state, and the lower
   // layers' h): the model's saved_bytes.
   int64_t (*saved_elements)(const Problem& p) = nullptr;
+  // What a training forward keeps of the layer for its backward (liveness, kernels/graph.h):
+  // its input (null: yes; a max pool's finds its taps there, an average's and an add's read
+  // nothing of it) and its output (true for softmax, whose gradient is made of it; an op's
+  // own ReLU keeps it too, as a mask).
+  bool (*keeps_input)(const Problem& p) = nullptr;
+  bool keeps_output = false;
 };
 
 const OpTraits& traits(Op op);
